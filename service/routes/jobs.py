@@ -1,0 +1,48 @@
+"""/v1/jobs: submit (idempotent), read, list, cancel."""
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Header
+from fastapi.responses import JSONResponse
+
+from service.deps import PageDep, QueueDep, SessionDep, TeamDep
+from service.schemas import JobIn, JobOut, Listing
+from tokenmill.jobs import cancel_job, get_job, list_jobs, submit_job
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+
+@router.post("", status_code=202, response_model=JobOut)
+def create_job(
+    body: JobIn,
+    session: SessionDep,
+    queue: QueueDep,
+    team: TeamDep,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+):
+    job, created = submit_job(session, team, body.tokenizer, body.spec, body.train_corpora,
+                              body.eval_corpora, idempotency_key)
+    session.commit()
+    if created:
+        queue.send_training(job.id)
+    payload = JobOut.model_validate(job).model_dump(mode="json")
+    return JSONResponse(payload, status_code=202 if created else 200)
+
+
+@router.get("", response_model=Listing[JobOut])
+def read_jobs(session: SessionDep, team: TeamDep, page: PageDep, status: str | None = None):
+    rows, total = list_jobs(session, team, page, status)
+    return {"items": rows, "total": total, "page": page.page, "limit": page.limit}
+
+
+@router.get("/{job_id}", response_model=JobOut)
+def read_job(session: SessionDep, team: TeamDep, job_id: uuid.UUID):
+    return get_job(session, team, job_id)
+
+
+@router.post("/{job_id}/cancel", response_model=JobOut)
+def cancel(session: SessionDep, team: TeamDep, job_id: uuid.UUID):
+    job = cancel_job(session, team, job_id)
+    session.commit()
+    return job

@@ -1,0 +1,61 @@
+"""/v1/tokenizers: names, versions, metadata, files and bundles."""
+
+import io
+import tarfile
+
+from fastapi import APIRouter
+from fastapi.responses import Response, StreamingResponse
+
+from service.deps import PageDep, SessionDep, StoreDep, TeamDep
+from service.schemas import Listing, TokenizerOut, VersionOut
+from tokenmill.versions import get_version, list_names, list_versions, version_file
+
+router = APIRouter(prefix="/v1/tokenizers", tags=["tokenizers"])
+
+MEDIA_TYPES = {".json": "application/json", ".txt": "text/plain; charset=utf-8"}
+
+
+@router.get("", response_model=Listing[TokenizerOut])
+def read_names(session: SessionDep, team: TeamDep, page: PageDep):
+    rows, total = list_names(session, team, page)
+    return {"items": rows, "total": total, "page": page.page, "limit": page.limit}
+
+
+@router.get("/{name}/versions", response_model=Listing[VersionOut])
+def read_versions(session: SessionDep, team: TeamDep, page: PageDep, name: str):
+    rows, total = list_versions(session, team, name, page)
+    return {"items": rows, "total": total, "page": page.page, "limit": page.limit}
+
+
+@router.get("/{name}/versions/{version}", response_model=VersionOut)
+def read_version(session: SessionDep, team: TeamDep, name: str, version: str):
+    return get_version(session, team, name, version)
+
+
+@router.get("/{name}/versions/{version}/bundle.tar.gz")
+def download_bundle(session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str):
+    row = get_version(session, team, name, version)
+    folder = f"{row.name}-v{row.version}"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for entry in row.files:
+            data = store.get_bytes(entry["key"])
+            info = tarfile.TarInfo(f"{folder}/{entry['name']}")
+            info.size, info.mtime, info.mode = len(data), int(row.created_at.timestamp()), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    headers = {"Content-Disposition": f'attachment; filename="{folder}.tar.gz"'}
+    return Response(buffer.getvalue(), media_type="application/gzip", headers=headers)
+
+
+@router.get("/{name}/versions/{version}/files/{filename}")
+def download_file(session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str, filename: str):
+    row = get_version(session, team, name, version)
+    entry = version_file(row, filename)
+    suffix = filename[filename.rfind("."):] if "." in filename else ""
+    headers = {
+        "Content-Disposition": f'attachment; filename="{filename}"',
+        "Content-Length": str(entry["bytes"]),
+        "ETag": f'"{entry["sha256"]}"',
+    }
+    return StreamingResponse(store.iter_chunks(entry["key"]), media_type=MEDIA_TYPES.get(suffix, "application/octet-stream"),
+                             headers=headers)

@@ -1,0 +1,91 @@
+"""Response and request bodies of the REST API."""
+
+import uuid
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+T = TypeVar("T")
+
+
+class Listing(BaseModel, Generic[T]):
+    items: list[T]
+    total: int
+    page: int
+    limit: int
+
+
+class CorpusOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    name: str
+    domain: str
+    language: str
+    format: str
+    text_field: str | None
+    parallel_group: str | None
+    bytes: int
+    lines: int
+    words: int
+    characters: int
+    sha256: str
+    statistics: dict[str, Any] | None
+    created_at: datetime
+
+
+class JobIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tokenizer: str
+    spec: dict[str, Any] = Field(default_factory=dict)
+    train_corpora: list[str]
+    eval_corpora: list[str] | None = None
+
+
+class JobOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    tokenizer: str
+    status: str
+    stage: str
+    progress: float
+    error: str | None
+    attempts: int
+    version: int | None
+    spec: dict[str, Any]
+    train_corpora: list[str] = Field(validation_alias="train_corpus_ids")
+    eval_corpora: list[str] = Field(validation_alias="eval_corpus_ids")
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class FileOut(BaseModel):
+    name: str
+    bytes: int
+    sha256: str
+
+
+class VersionOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    name: str
+    version: int
+    spec: dict[str, Any]
+    vocab_size: int
+    files: list[FileOut]
+    lineage: dict[str, Any]
+    train_seconds: float
+    peak_memory_bytes: int
+    job_id: uuid.UUID | None
+    created_at: datetime
+
+
+class TokenizerOut(BaseModel):
+    name: str
+    latest: int
+    versions: int
+    updated_at: datetime

@@ -1,0 +1,78 @@
+"""Fixtures. Unit tests use none of the services; the others get real ones (see services.py)."""
+
+import uuid
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests import services
+from tokenmill.db import make_engine, make_sessionmaker, transaction
+from tokenmill.settings import Settings
+from tokenmill.store import open_store
+from tokenmill.teams import create_team
+
+
+@pytest.fixture(scope="session")
+def database_url():
+    with services.postgres_database() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def broker_url():
+    return services.check_redis()
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    with services.s3_server() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="session")
+def settings(database_url, broker_url, s3_endpoint) -> Settings:
+    bucket = "tokenmill-test"
+    services.make_bucket(s3_endpoint, bucket)
+    return Settings(
+        database_url=database_url,
+        broker_url=broker_url,
+        storage_url=f"s3://{bucket}/run-{uuid.uuid4().hex[:8]}",
+        s3_endpoint_url=s3_endpoint,
+    )
+
+
+@pytest.fixture(scope="session")
+def sessionmaker(settings):
+    engine = make_engine(settings.database_url)
+    yield make_sessionmaker(engine)
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def store(settings):
+    return open_store(settings.storage_url, settings.s3_endpoint_url)
+
+
+@pytest.fixture
+def team_key(sessionmaker):
+    """A new team and its API key."""
+    with transaction(sessionmaker) as session:
+        team, key = create_team(session, f"team-{uuid.uuid4().hex[:8]}")
+    return team, key
+
+
+@pytest.fixture(scope="session")
+def app_client(settings):
+    from service.app import create_app
+
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+@pytest.fixture
+def api(app_client, team_key):
+    """A test client authenticated as a new team."""
+    _, key = team_key
+    app_client.headers["Authorization"] = f"Bearer {key}"
+    yield app_client
+    app_client.headers.pop("Authorization", None)

@@ -1,0 +1,105 @@
+"""The real services tests run against: PostgreSQL, Redis and moto's S3 server over HTTP.
+
+A missing service fails the run with the command that starts it; nothing is skipped.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+import boto3
+import redis
+from sqlalchemy import create_engine, text
+
+POSTGRES_URL = os.environ.get("TOKENMILL_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("TOKENMILL_TEST_REDIS", "redis://127.0.0.1:6379/0")
+REPO = Path(__file__).resolve().parent.parent
+CORPORA = REPO.parent / "shared" / "corpora"
+AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(check, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if check():
+                return
+        except Exception as exc:  # any failure means "not up yet" until the deadline
+            error = exc
+        else:
+            error = None
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not come up in {timeout:.0f}s: {error}")
+        time.sleep(0.2)
+
+
+@contextmanager
+def postgres_database():
+    """A fresh, migrated PostgreSQL database for this test run; dropped afterwards."""
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except Exception as exc:
+        raise RuntimeError(
+            f"PostgreSQL is not reachable at {POSTGRES_URL} ({exc}); start it with "
+            "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
+        ) from None
+    name = f"tokenmill_test_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        from tokenmill.cli import migrate
+
+        migrate(url)
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def check_redis() -> str:
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_timeout=3).ping()
+    except Exception as exc:
+        raise RuntimeError(
+            f"Redis is not reachable at {REDIS_URL} ({exc}); start it with "
+            'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no'
+        ) from None
+    return REDIS_URL
+
+
+@contextmanager
+def s3_server():
+    """moto's standalone S3 server on a free loopback port; yields its endpoint URL."""
+    os.environ.update(AWS_ENV)
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        client = boto3.client("s3", endpoint_url=endpoint)
+        wait_for(lambda: client.list_buckets() is not None, "moto S3 server")
+        yield endpoint
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def make_bucket(endpoint: str, bucket: str) -> None:
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)

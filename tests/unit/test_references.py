@@ -1,0 +1,126 @@
+"""Reference tokenizers load offline from pinned packages, and our split regexes match tiktoken's."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import sys
+from pathlib import Path
+
+import pytest
+import regex
+import tiktoken_ext.openai_public as openai_public
+from tokenizers import Regex, pre_tokenizers
+
+from tokenmill import references
+from tokenmill.references import PATTERNS, REFERENCE_NAMES, ReferenceFileError, load_reference, reference_sha256
+
+CORPORA = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpora"
+
+# Contractions in both cases, digit runs, CJK, emoji with modifiers and ZWJ, odd spaces,
+# trailing whitespace, CRLF, punctuation runs, and case-folding traps for (?i:…)
+# (long s, Kelvin sign, sharp s).
+VARIED_TEXT = (
+    "I'm sure they'LL say DON'T, you've 1234567 reasons… «¿Qué?» — 3.14159, 2024-05-01!!\n"
+    "El niño juega en el jardín. Straße ſ 'ſ 'K 'ß naïve café\n"
+    "你好，世界！今天是2024年。日本語のテキストです。한국어 문장입니다.\n"
+    "Emoji: 😀👍🏽 🇪🇸 👨\u200d👩\u200d👧 ok\n"
+    "def f(x):\n\tif x  >= 10_000:\n\t\treturn {'a': [1, 2]}  \n\n\n"
+    "\u00a0non-breaking\u3000ideographic\u200bzero-width\x1cfile-sep\u0085nel\r\nwindows\r\n   \n"
+    "Ελληνικά, русский текст, עברית, العربية, हिन्दी, ไทย   trailing   "
+)
+TIKTOKEN_NAMES = {"gpt2": "r50k_base", "cl100k": "cl100k_base", "o200k": "o200k_base"}
+
+
+@pytest.fixture
+def fresh_cache():
+    load_reference.cache_clear()
+    yield
+    load_reference.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("name", "spanish", "english"),
+    [("gpt2", 12, 7), ("cl100k_base", 11, 7), ("o200k_base", 7, 7)],
+)
+def test_token_counts(name, spanish, english):
+    enc = load_reference(name)
+    assert len(enc.encode("El niño juega en el jardín.")) == spanish
+    assert len(enc.encode("The boy plays in the garden.")) == english
+
+
+def test_gpt2_is_read_without_importing_whisper():
+    load_reference("gpt2")
+    # Importing whisper would import torch, which is deliberately not installed.
+    assert "whisper" not in sys.modules
+
+
+@pytest.mark.parametrize("name", REFERENCE_NAMES)
+def test_matches_tiktoken_definition(name, monkeypatch):
+    # tiktoken's constructors download the ranks; stub that out to read their patterns and specials.
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: {})
+    definition = openai_public.ENCODING_CONSTRUCTORS["r50k_base" if name == "gpt2" else name]()
+    enc = load_reference(name)
+    assert enc._pat_str == definition["pat_str"]  # tiktoken exposes no public getter for it
+    assert enc._special_tokens == definition["special_tokens"]
+    assert enc.n_vocab == {"gpt2": 50257, "cl100k_base": 100277, "o200k_base": 200019}[name]
+    assert enc.decode(enc.encode(VARIED_TEXT)) == VARIED_TEXT
+
+
+def test_sha256_mismatch_fails_loudly(monkeypatch, fresh_cache):
+    tampered = dataclasses.replace(references._REFERENCES["gpt2"], sha256="0" * 64)
+    monkeypatch.setitem(references._REFERENCES, "gpt2", tampered)
+    with pytest.raises(ReferenceFileError, match=r"gpt2\.tiktoken has sha256 306cd27f.*expected 0{64}"):
+        load_reference("gpt2")
+
+
+def test_missing_package_names_the_install_command(monkeypatch, fresh_cache):
+    missing = dataclasses.replace(references._REFERENCES["o200k_base"], distribution="no-such-distribution")
+    monkeypatch.setitem(references._REFERENCES, "o200k_base", missing)
+    with pytest.raises(ReferenceFileError, match="pip install bpe-openai==0.1.4"):
+        load_reference("o200k_base")
+
+
+def test_unknown_name_lists_valid_names():
+    with pytest.raises(ValueError, match="gpt2, cl100k_base, o200k_base"):
+        load_reference("p50k_base")
+    with pytest.raises(ValueError, match="valid names"):
+        reference_sha256("r50k_base")
+
+
+def test_reference_sha256_is_the_pinned_hash():
+    assert reference_sha256("cl100k_base") == "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+
+
+def _texts() -> list[str]:
+    texts = [VARIED_TEXT]
+    for relative in ("code/python.txt", "fortunes/rus_Cyrl.txt", "debian_reference/jpn_Jpan.txt", "math_tex/eng_Latn.txt"):
+        with (CORPORA / relative).open(encoding="utf-8") as handle:
+            texts.append("".join(itertools.islice(handle, 300)))
+    return texts
+
+
+@pytest.mark.parametrize("preset", PATTERNS)
+def test_oniguruma_split_matches_tiktoken_split(preset):
+    tiktoken_pattern = load_reference(TIKTOKEN_NAMES[preset].replace("r50k_base", "gpt2"))._pat_str
+    split = pre_tokenizers.Split(Regex(PATTERNS[preset]), behavior="isolated")
+    for text in _texts():
+        expected = regex.findall(tiktoken_pattern, text)
+        assert [piece for piece, _ in split.pre_tokenize_str(text)] == expected
+        assert regex.findall(PATTERNS[preset], text) == expected  # the adapted pattern is also fine for tiktoken
+
+
+def test_tiktoken_pattern_does_not_work_unchanged_in_oniguruma():
+    # Why PATTERNS["cl100k"] differs from tiktoken's: "{1,3}+" is not possessive in Oniguruma.
+    split = pre_tokenizers.Split(Regex(references.CL100K_PAT_STR), behavior="isolated")
+    assert [piece for piece, _ in split.pre_tokenize_str("1234567")] == ["1234567"]
+    assert regex.findall(references.CL100K_PAT_STR, "1234567") == ["123", "456", "7"]
+
+
+@pytest.mark.parametrize("name", REFERENCE_NAMES)
+def test_regex_module_splits_like_tiktoken(name):
+    # The `regex` module stands in for tiktoken's engine above; check that with tiktoken:
+    # encoding piece by piece must give what tiktoken gives for the whole text.
+    enc = load_reference(name)
+    pieces = regex.findall(enc._pat_str, VARIED_TEXT)
+    assert [i for piece in pieces for i in enc.encode_ordinary(piece)] == enc.encode_ordinary(VARIED_TEXT)

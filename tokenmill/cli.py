@@ -1,0 +1,92 @@
+"""The `tokenmill` command: operations (migrate, serve, worker, beat, teams, up) and a REST client."""
+
+import argparse
+import sys
+from pathlib import Path
+
+from tokenmill import client
+from tokenmill.settings import get_settings
+
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def migrate(database_url: str | None = None) -> None:
+    """Bring the database schema to the newest Alembic revision."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config(str(MIGRATIONS.parent / "alembic.ini"))
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["database_url"] = database_url or get_settings().database_url
+    command.upgrade(config, "head")
+
+
+def serve(host: str, port: int) -> None:
+    import uvicorn
+
+    uvicorn.run("service.app:create_app", factory=True, host=host, port=port, log_level="info")
+
+
+def worker(concurrency: int) -> None:
+    from workers.app import app
+
+    app.worker_main(["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=prefork",
+                     "--without-gossip", "--without-mingle"])
+
+
+def beat() -> None:
+    from workers.app import app
+
+    app.start(["beat", "--loglevel=INFO"])
+
+
+def create_team(name: str) -> None:
+    from tokenmill.db import make_engine, make_sessionmaker, transaction
+    from tokenmill.teams import create_team as create
+
+    engine = make_engine(get_settings().database_url)
+    with transaction(make_sessionmaker(engine)) as session:
+        team, key = create(session, name)
+    engine.dispose()
+    print(f"created team {team.name} ({team.id}); its API key, shown once:")
+    print(key)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tokenmill", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("migrate", help="apply database migrations")
+    p = sub.add_parser("serve", help="run the API")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p = sub.add_parser("worker", help="run a Celery worker")
+    p.add_argument("--concurrency", type=int, default=1)
+    sub.add_parser("beat", help="run the periodic sweeper")
+    p = sub.add_parser("up", help="embedded mode: SQLite, a local folder and a local transport; API + worker")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--home", type=Path, default=Path(".tokenmill"))
+    teams = sub.add_parser("teams", help="manage teams").add_subparsers(dest="teams_command", required=True)
+    teams.add_parser("create", help="create a team and print its API key").add_argument("name")
+    client.add_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    if args.command == "migrate":
+        migrate()
+    elif args.command == "serve":
+        serve(args.host, args.port)
+    elif args.command == "worker":
+        worker(args.concurrency)
+    elif args.command == "beat":
+        beat()
+    elif args.command == "up":
+        from tokenmill.embedded import up
+
+        up(args.home, args.host, args.port)
+    elif args.command == "teams":
+        create_team(args.name)
+    else:
+        sys.exit(client.run(args))

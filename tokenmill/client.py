@@ -1,0 +1,136 @@
+"""The user CLI: a client of the REST API (upload, train, download) with progress bars.
+
+It reads TOKENMILL_API_URL and TOKENMILL_API_KEY, or --url and --api-key.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from tqdm import tqdm
+
+
+def add_commands(sub) -> None:
+    def common(p):
+        p.add_argument("--url", default=os.environ.get("TOKENMILL_API_URL", "http://127.0.0.1:8000"))
+        p.add_argument("--api-key", default=os.environ.get("TOKENMILL_API_KEY"))
+
+    corpus = sub.add_parser("corpus", help="corpora").add_subparsers(dest="corpus_command", required=True)
+    p = corpus.add_parser("upload", help="upload a corpus file (text or jsonl, optionally gzip/zstd)")
+    p.add_argument("file", type=Path)
+    p.add_argument("--domain", required=True)
+    p.add_argument("--language", required=True)
+    p.add_argument("--name")
+    p.add_argument("--format", default="text", choices=("text", "jsonl"))
+    p.add_argument("--text-field")
+    p.add_argument("--parallel-group")
+    common(p)
+
+    p = sub.add_parser("train", help="submit a training job")
+    p.add_argument("name", help="tokenizer name")
+    p.add_argument("--corpus", action="append", required=True, help="training corpus id (repeatable)")
+    p.add_argument("--eval-corpus", action="append", help="evaluation corpus id (default: all)")
+    p.add_argument("--spec", default="{}", help="spec as JSON, or @file.json")
+    p.add_argument("--algorithm")
+    p.add_argument("--library")
+    p.add_argument("--vocab-size", type=int)
+    p.add_argument("--wait", action="store_true", help="follow the job to its end")
+    common(p)
+
+    p = sub.add_parser("download", help="download a version's files: NAME[@VERSION] DIR")
+    p.add_argument("ref")
+    p.add_argument("dir", type=Path)
+    common(p)
+
+
+class _Progress:
+    """A file wrapper that advances a progress bar as httpx reads it."""
+
+    def __init__(self, handle, bar) -> None:
+        self.handle, self.bar = handle, bar
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.bar.update(len(data))
+        return data
+
+
+def _client(args) -> httpx.Client:
+    if not args.api_key:
+        sys.exit("no API key: pass --api-key or set TOKENMILL_API_KEY")
+    return httpx.Client(base_url=args.url, headers={"Authorization": f"Bearer {args.api_key}"}, timeout=600)
+
+
+def _check(response: httpx.Response) -> dict:
+    if response.is_error:
+        try:
+            body = response.json()
+            message = body.get("detail") or body
+        except ValueError:
+            message = response.text
+        sys.exit(f"error {response.status_code}: {message}")
+    return response.json()
+
+
+def upload(args) -> int:
+    size = args.file.stat().st_size
+    data = {"name": args.name or args.file.name, "domain": args.domain, "language": args.language, "format": args.format}
+    data.update({k: v for k, v in (("text_field", args.text_field), ("parallel_group", args.parallel_group)) if v})
+    with _client(args) as http, args.file.open("rb") as handle, tqdm(total=size, unit="B", unit_scale=True, desc="upload") as bar:
+        corpus = _check(http.post("/v1/corpora", data=data, files={"file": (args.file.name, _Progress(handle, bar))}))
+    print(json.dumps(corpus, indent=2))
+    return 0
+
+
+def train(args) -> int:
+    spec = json.loads(Path(args.spec[1:]).read_text() if args.spec.startswith("@") else args.spec)
+    for key in ("algorithm", "library", "vocab_size"):
+        if getattr(args, key) is not None:
+            spec[key] = getattr(args, key)
+    body = {"tokenizer": args.name, "spec": spec, "train_corpora": args.corpus, "eval_corpora": args.eval_corpus}
+    with _client(args) as http:
+        job = _check(http.post("/v1/jobs", json=body))
+        print(f"job {job['id']} {job['status']}")
+        if not args.wait:
+            return 0
+        with tqdm(total=100, desc="training", unit="%") as bar:
+            while job["status"] in ("queued", "running"):
+                time.sleep(1)
+                job = _check(http.get(f"/v1/jobs/{job['id']}"))
+                bar.set_description(job["stage"])
+                bar.update(round(job["progress"] * 100) - bar.n)
+    if job["status"] != "succeeded":
+        print(f"job {job['status']}: {job.get('error') or ''}", file=sys.stderr)
+        return 1
+    print(f"{args.name} version {job['version']}")
+    return 0
+
+
+def download(args) -> int:
+    name, _, version = args.ref.partition("@")
+    version = version or "latest"
+    args.dir.mkdir(parents=True, exist_ok=True)
+    with _client(args) as http:
+        meta = _check(http.get(f"/v1/tokenizers/{name}/versions/{version}"))
+        for entry in tqdm(meta["files"], desc=f"{name} v{meta['version']}", unit="file"):
+            with http.stream("GET", f"/v1/tokenizers/{name}/versions/{meta['version']}/files/{entry['name']}") as response:
+                if response.is_error:
+                    response.read()
+                    _check(response)
+                with (args.dir / entry["name"]).open("wb") as out:
+                    for chunk in response.iter_bytes():
+                        out.write(chunk)
+    print(f"downloaded {len(meta['files'])} files of {name} v{meta['version']} to {args.dir}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.command == "corpus":
+        return upload(args)
+    if args.command == "train":
+        return train(args)
+    return download(args)

@@ -1,0 +1,129 @@
+"""Corpus files: decompression, UTF-8 line splitting and document reading, all streaming.
+
+A stored corpus is the uploaded file decompressed, byte for byte. Its documents are its
+non-blank lines ("text") or the `text_field` of each JSON line ("jsonl"). Lines end at
+"\\n" only (a trailing "\\r" is dropped): U+2028 and friends stay inside a document.
+"""
+
+import codecs
+import itertools
+import json
+import zlib
+from collections.abc import Iterable, Iterator
+
+import zstandard
+
+from tokenmill.errors import InvalidCorpus
+from tokenmill.store import CHUNK, ChunkReader, ObjectStore
+
+FORMATS = ("text", "jsonl")
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def decompressed(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The chunks, gunzipped or un-zstd'ed when their first bytes say so (by content, not name)."""
+    chunks = iter(chunks)
+    head = b""
+    for chunk in chunks:
+        head += chunk
+        if len(head) >= 4:
+            break
+    if head.startswith(GZIP_MAGIC):
+        yield from _gunzip(head, chunks)
+    elif head.startswith(ZSTD_MAGIC):
+        yield from _unzstd(head, chunks)
+    else:
+        if head:
+            yield head
+        yield from chunks
+
+
+def _gunzip(head: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    # A gzip file may hold several members one after another (as `cat a.gz b.gz` makes);
+    # max_length bounds each output piece, so a small bomb cannot blow up memory.
+    decoder, fed = zlib.decompressobj(wbits=47), False
+    try:
+        for data in itertools.chain([head], chunks):
+            while data:
+                fed = True
+                if out := decoder.decompress(data, CHUNK):
+                    yield out
+                if decoder.eof:
+                    data = decoder.unused_data
+                    decoder, fed = zlib.decompressobj(wbits=47), False
+                else:
+                    data = decoder.unconsumed_tail
+        if fed:
+            if out := decoder.flush():
+                yield out
+            if not decoder.eof:
+                raise InvalidCorpus("truncated gzip data", field="file")
+    except zlib.error as exc:
+        raise InvalidCorpus(f"corrupt gzip data: {exc}", field="file") from None
+
+
+def _unzstd(head: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    source = ChunkReader(itertools.chain([head], chunks))
+    reader = zstandard.ZstdDecompressor().stream_reader(source, read_across_frames=True)
+    try:
+        while out := reader.read(CHUNK):
+            yield out
+    except zstandard.ZstdError as exc:
+        raise InvalidCorpus(f"corrupt zstd data: {exc}", field="file") from None
+
+
+class LineSplitter:
+    """Turns a stream of UTF-8 byte chunks into lines, failing on invalid UTF-8 with a line number."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        self._carry = ""
+        self.line_number = 0
+
+    def feed(self, chunk: bytes, final: bool = False) -> list[str]:
+        try:
+            text = self._carry + self._decoder.decode(chunk, final)
+        except UnicodeDecodeError as exc:
+            before = self._carry + chunk[: max(exc.start, 0)].decode("utf-8", "replace")
+            line = self.line_number + before.count("\n") + 1
+            raise InvalidCorpus(f"invalid UTF-8 in line {line}: {exc.reason}", field="file") from None
+        lines = text.split("\n")
+        self._carry = "" if final else lines.pop()
+        if final and lines and lines[-1] == "":
+            lines.pop()
+        self.line_number += len(lines)
+        return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def iter_lines(chunks: Iterable[bytes]) -> Iterator[str]:
+    """Every line of a UTF-8 byte stream."""
+    splitter = LineSplitter()
+    for chunk in chunks:
+        yield from splitter.feed(chunk)
+    yield from splitter.feed(b"", final=True)
+
+
+def document_of(line: str, line_number: int, fmt: str, text_field: str | None) -> str | None:
+    """The document a line holds, or None for a blank line."""
+    if fmt == "text":
+        return line if line.strip() else None
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidCorpus(f"line {line_number} is not valid JSON: {exc.msg}", field="file") from None
+    field = text_field or "text"
+    value = record.get(field) if isinstance(record, dict) else None
+    if not isinstance(value, str):
+        raise InvalidCorpus(f"line {line_number} has no string field {field!r}", field="text_field")
+    return value or None
+
+
+def iter_documents(store: ObjectStore, key: str, fmt: str, text_field: str | None) -> Iterator[str]:
+    """The documents of a stored corpus, streamed from the store."""
+    for number, line in enumerate(iter_lines(store.iter_chunks(key)), start=1):
+        document = document_of(line, number, fmt, text_field)
+        if document is not None:
+            yield document

@@ -1,0 +1,128 @@
+"""Training jobs as the API sees them: submit (idempotent), read, list, cancel.
+
+The row is the truth; the queue only carries its id. The caller commits, then enqueues.
+"""
+
+import re
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from tokenmill.db import utcnow
+from tokenmill.errors import Conflict, InvalidInput, NotFound
+from tokenmill.models import FINISHED, Corpus, Team, TrainingJob
+from tokenmill.pagination import Page, paginate
+from tokenmill.spec import resolve_spec
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_tokenizer_name(name: str) -> str:
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise InvalidInput(
+            "'tokenizer' must be 1-100 characters of letters, digits, '.', '_' or '-', starting with a letter or digit",
+            field="tokenizer",
+        )
+    return name
+
+
+def parse_ids(values: Sequence[str], field: str) -> list[uuid.UUID]:
+    try:
+        return [uuid.UUID(str(value)) for value in values]
+    except ValueError:
+        raise InvalidInput(f"'{field}' must be a list of corpus ids", field=field) from None
+
+
+def team_corpora(session: Session, team: Team, ids: Sequence[uuid.UUID], field: str) -> list[Corpus]:
+    """The team's corpora with these ids, in order; an unknown or foreign id is a 422 naming the field."""
+    rows = {c.id: c for c in session.scalars(select(Corpus).where(Corpus.team_id == team.id, Corpus.id.in_(ids)))}
+    missing = [str(i) for i in ids if i not in rows]
+    if missing:
+        raise InvalidInput(f"'{field}' names unknown corpora: {', '.join(missing)}", field=field)
+    return [rows[i] for i in ids]
+
+
+def submit_job(
+    session: Session,
+    team: Team,
+    tokenizer: str,
+    spec: dict,
+    train_corpora: Sequence[str],
+    eval_corpora: Sequence[str] | None,
+    idempotency_key: str | None = None,
+) -> tuple[TrainingJob, bool]:
+    """A queued job (and True), or the job this Idempotency-Key already made (and False)."""
+    if idempotency_key:
+        existing = _by_idempotency_key(session, team, idempotency_key)
+        if existing is not None:
+            return existing, False
+    check_tokenizer_name(tokenizer)
+    resolved = resolve_spec(spec if isinstance(spec, dict) else {})
+    if not train_corpora:
+        raise InvalidInput("'train_corpora' must name at least one corpus", field="train_corpora")
+    train = team_corpora(session, team, parse_ids(train_corpora, "train_corpora"), "train_corpora")
+    if eval_corpora is None:
+        evaluate = list(session.scalars(select(Corpus.id).where(Corpus.team_id == team.id).order_by(Corpus.created_at)))
+    else:
+        evaluate = [c.id for c in team_corpora(session, team, parse_ids(eval_corpora, "eval_corpora"), "eval_corpora")]
+    job = TrainingJob(
+        team_id=team.id,
+        tokenizer=tokenizer,
+        spec=resolved.model_dump(),
+        train_corpus_ids=[str(c.id) for c in train],
+        eval_corpus_ids=[str(i) for i in evaluate],
+        idempotency_key=idempotency_key,
+    )
+    try:
+        with session.begin_nested():
+            session.add(job)
+    except IntegrityError:
+        # Another request with the same key won the race: answer with its job.
+        existing = _by_idempotency_key(session, team, idempotency_key or "")
+        if existing is None:
+            raise
+        return existing, False
+    return job, True
+
+
+def _by_idempotency_key(session: Session, team: Team, key: str) -> TrainingJob | None:
+    return session.scalar(
+        select(TrainingJob).where(TrainingJob.team_id == team.id, TrainingJob.idempotency_key == key)
+    )
+
+
+def get_job(session: Session, team: Team, job_id: uuid.UUID | str) -> TrainingJob:
+    """The team's job, or 404 (also for another team's id)."""
+    try:
+        key = uuid.UUID(str(job_id))
+    except ValueError:
+        raise NotFound(f"no job {job_id}") from None
+    job = session.get(TrainingJob, key)
+    if job is None or job.team_id != team.id:
+        raise NotFound(f"no job {job_id}")
+    return job
+
+
+def list_jobs(session: Session, team: Team, page: Page, status: str | None = None) -> tuple[list[TrainingJob], int]:
+    query = select(TrainingJob).where(TrainingJob.team_id == team.id)
+    if status:
+        query = query.where(TrainingJob.status == status)
+    return paginate(session, query.order_by(TrainingJob.created_at.desc()), page)
+
+
+def cancel_job(session: Session, team: Team, job_id: uuid.UUID | str) -> TrainingJob:
+    """Cancel a queued or running job; a running worker notices at its next progress report."""
+    job = get_job(session, team, job_id)
+    result = session.execute(
+        update(TrainingJob)
+        .where(TrainingJob.id == job.id, TrainingJob.status.in_(("queued", "running")))
+        .values(status="cancelled", stage="cancelled", finished_at=utcnow(), updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    session.refresh(job)
+    if result.rowcount == 0 and job.status in FINISHED and job.status != "cancelled":
+        raise Conflict(f"job {job.id} has already {job.status}")
+    return job

@@ -1,0 +1,198 @@
+"""The evaluation metrics of DESIGN §6 for one (tokenizer, corpus) pair, fed line by line.
+
+Callers encode each line without special tokens and pass the ids, each token's character
+span in the line and whether the line decodes back to itself; `MetricsAccumulator`
+turns that into the stored numbers. Words are counted by `tokenmill.words`, and the
+rule it applied is reported next to them. `premium` compares two corpora of a parallel
+group once each has its token count.
+
+Deliberately not handled: encoding and decoding (both libraries' encoders feed this),
+choosing the pivot of a parallel group, and storing results. Lines arrive without their
+newline; a line that is empty still counts for the round trip rate.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from tokenmill.words import scan_words, word_rule
+
+#: The order of the Rényi entropy, as Zouhar et al. (2023) recommend for efficiency.
+RENYI_ALPHA = 2.5
+
+# Lines are buffered and measured in numpy batches of about this many tokens + words,
+# which keeps per-token work out of Python and the buffers at a few megabytes.
+_BATCH_SIZE = 1 << 17
+
+
+class MetricsAccumulator:
+    """Streaming sums of the §6 metrics of one tokenizer on one corpus."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        unk_id: int | None = None,
+        byte_fallback_ids: frozenset[int] = frozenset(),
+    ) -> None:
+        if vocab_size < 0:
+            raise ValueError(f"vocab_size must be >= 0, got {vocab_size}")
+        self.vocab_size = vocab_size
+        self.unk_id = unk_id
+        self.byte_fallback_ids = frozenset(byte_fallback_ids)
+        self._counts = np.zeros(vocab_size, dtype=np.int64)  # occurrences per id
+        self._beyond: Counter[int] = Counter()  # ids >= vocab_size: added tokens, kept apart
+        self._lines = self._roundtrips = self._words = self._continued = 0
+        self._characters = self._bytes = 0
+        self._saw_no_space = False
+        self._clear_batch()
+
+    def add(
+        self,
+        line: str,
+        ids: Sequence[int],
+        spans: Sequence[tuple[int, int]],
+        roundtrip_ok: bool,
+    ) -> None:
+        """Account for one line, its token ids, their [start, end) spans and its round trip."""
+        if len(spans) != len(ids):
+            raise ValueError(f"{len(ids)} token ids but {len(spans)} spans")
+        words, has_no_space = scan_words(line)
+        self._lines += 1
+        self._roundtrips += bool(roundtrip_ok)
+        self._words += len(words)
+        self._characters += len(line)
+        # surrogatepass: a lone surrogate counts its 3 bytes instead of failing the run.
+        self._bytes += len(line.encode("utf-8", "surrogatepass"))
+        self._saw_no_space = self._saw_no_space or has_no_space
+        self._ids.extend(ids)
+        self._token_spans.extend(spans)
+        self._word_spans.extend(words)
+        self._line_offsets.append(self._offset)
+        self._line_lengths.append(len(line))
+        self._line_tokens.append(len(ids))
+        self._line_words.append(len(words))
+        # One position of slack between lines, so no span can touch the next line's words.
+        self._offset += len(line) + 1
+        if len(self._ids) + len(self._word_spans) >= _BATCH_SIZE:
+            self._flush()
+
+    def result(self) -> dict[str, float | int | str]:
+        """Return the §6 metrics of everything added so far; empty input gives zeros."""
+        self._flush()
+        tokens = int(self._counts.sum()) + sum(self._beyond.values())
+        counts = np.concatenate(
+            [self._counts, np.fromiter(self._beyond.values(), dtype=np.int64)]
+        )
+        shannon, renyi = _entropies(counts)
+        log_vocab = float(np.log(self.vocab_size)) if self.vocab_size > 1 else 0.0
+        unk = self._occurrences([] if self.unk_id is None else [self.unk_id])
+        return {
+            "tokens": tokens,
+            "words": self._words,
+            "characters": self._characters,
+            "bytes": self._bytes,
+            "fertility": _ratio(tokens, self._words),
+            "chars_per_token": _ratio(self._characters, tokens),
+            "bytes_per_token": _ratio(self._bytes, tokens),
+            "continued_word_rate": _ratio(self._continued, self._words),
+            "unk_rate": _ratio(unk, tokens),
+            "byte_fallback_rate": _ratio(self._occurrences(self.byte_fallback_ids), tokens),
+            "roundtrip_rate": _ratio(self._roundtrips, self._lines),
+            # Only ids inside the vocabulary count, so utilization never exceeds 1.
+            "vocab_utilization": _ratio(int(np.count_nonzero(self._counts)), self.vocab_size),
+            "shannon_efficiency": _ratio(shannon, log_vocab),
+            "renyi_efficiency": _ratio(renyi, log_vocab),
+            "word_rule": word_rule(self._saw_no_space),
+        }
+
+    def _occurrences(self, ids: Iterable[int]) -> int:
+        """Return how many tokens had one of `ids`."""
+        total = 0
+        for token_id in ids:
+            if 0 <= token_id < self.vocab_size:
+                total += int(self._counts[token_id])
+            else:
+                total += self._beyond[token_id]
+        return total
+
+    def _clear_batch(self) -> None:
+        self._ids: list[int] = []
+        self._token_spans: list[tuple[int, int]] = []
+        self._word_spans: list[tuple[int, int]] = []
+        self._line_offsets: list[int] = []
+        self._line_lengths: list[int] = []
+        self._line_tokens: list[int] = []
+        self._line_words: list[int] = []
+        self._offset = 0
+
+    def _flush(self) -> None:
+        """Measure the buffered lines in numpy and fold them into the totals."""
+        if not self._line_offsets:
+            return
+        self._count_ids(np.asarray(self._ids, dtype=np.int64))
+        offsets = np.asarray(self._line_offsets, dtype=np.int64)
+        lengths = np.asarray(self._line_lengths, dtype=np.int64)
+        # Spans are per line: clip them to their line, then shift them to batch positions.
+        tokens = np.asarray(self._token_spans, dtype=np.int64).reshape(-1, 2)
+        tokens = np.minimum(np.maximum(tokens, 0), np.repeat(lengths, self._line_tokens)[:, None])
+        tokens += np.repeat(offsets, self._line_tokens)[:, None]
+        words = np.asarray(self._word_spans, dtype=np.int64).reshape(-1, 2)
+        words += np.repeat(offsets, self._line_words)[:, None]
+        self._continued += continued_words(words, tokens)
+        self._clear_batch()
+
+    def _count_ids(self, ids: np.ndarray) -> None:
+        """Add a batch of ids to the per-id counts."""
+        if ids.size == 0:
+            return
+        if int(ids.min()) < 0:
+            raise ValueError("token ids must be >= 0")
+        inside = ids < self.vocab_size
+        self._counts += np.bincount(ids[inside], minlength=self.vocab_size)
+        if not inside.all():
+            # A counter, not a bigger bincount: one stray huge id must not allocate gigabytes.
+            beyond, counts = np.unique(ids[~inside], return_counts=True)
+            self._beyond.update(dict(zip(beyond.tolist(), counts.tolist())))
+
+
+def continued_words(words: np.ndarray, tokens: np.ndarray) -> int:
+    """Count the words that two or more tokens overlap; both are (n, 2) [start, end) arrays."""
+    if len(words) == 0 or len(tokens) == 0:
+        return 0
+    # A token [s, e) overlaps a word [ws, we) when s < we and e > ws. Words are sorted and
+    # disjoint, so the words one token overlaps are the contiguous indices first..last.
+    first = np.searchsorted(words[:, 1], tokens[:, 0], side="right")
+    last = np.searchsorted(words[:, 0], tokens[:, 1], side="left") - 1
+    hit = first <= last
+    # +1 where a token's run of words opens and -1 after it closes; the running sum is the
+    # number of tokens over each word.
+    size = len(words) + 1
+    delta = np.bincount(first[hit], minlength=size) - np.bincount(last[hit] + 1, minlength=size)
+    return int(np.count_nonzero(np.cumsum(delta[:-1]) >= 2))
+
+
+def _entropies(counts: np.ndarray) -> tuple[float, float]:
+    """Return the Shannon and Rényi (RENYI_ALPHA) entropies in nats of a count vector."""
+    total = counts.sum()
+    if total == 0:
+        return 0.0, 0.0
+    p = counts[counts > 0] / total
+    shannon = float(-(p * np.log(p)).sum())
+    renyi = float(np.log((p**RENYI_ALPHA).sum()) / (1.0 - RENYI_ALPHA))
+    # "+ 0.0" turns the -0.0 of a one-token distribution into 0.0.
+    return shannon + 0.0, renyi + 0.0
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    """Return numerator / denominator, or 0.0 when the denominator is 0."""
+    return numerator / denominator if denominator else 0.0
+
+
+def premium(tokens: int, pivot_tokens: int) -> float:
+    """Return the tokenization premium: tokens of a language / tokens of the pivot."""
+    # Petrov et al. (2023) on a parallel corpus. An empty pivot gives 0.0, like every other
+    # zero denominator here: NaN is not valid JSON and would poison averages.
+    return _ratio(tokens, pivot_tokens)

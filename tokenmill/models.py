@@ -1,0 +1,149 @@
+"""Database rows. Alembic (migrations/) is the authority on the schema; these mirror it."""
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, CheckConstraint, DateTime, ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from tokenmill.db import Base, utcnow
+
+Json = JSON().with_variant(JSONB(), "postgresql")
+Timestamp = DateTime(timezone=True)
+
+JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+FINISHED = ("succeeded", "failed", "cancelled")
+
+
+def new_id() -> uuid.UUID:
+    return uuid.uuid4()
+
+
+class Team(Base):
+    __tablename__ = "teams"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    # Only the SHA-256 of the key is kept; the prefix lets a person tell keys apart.
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(Timestamp)
+
+    team: Mapped[Team] = relationship(lazy="raise")
+
+
+class Corpus(Base):
+    __tablename__ = "corpora"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    domain: Mapped[str] = mapped_column(String(100))
+    language: Mapped[str] = mapped_column(String(50))
+    format: Mapped[str] = mapped_column(String(10))
+    text_field: Mapped[str | None] = mapped_column(String(100))
+    parallel_group: Mapped[str | None] = mapped_column(String(100))
+    storage_key: Mapped[str] = mapped_column(String(500))
+    sha256: Mapped[str] = mapped_column(String(64))
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    lines: Mapped[int] = mapped_column(BigInteger)
+    words: Mapped[int] = mapped_column(BigInteger)
+    characters: Mapped[int] = mapped_column(BigInteger)
+    statistics: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class TrainingJob(Base):
+    __tablename__ = "training_jobs"
+    __table_args__ = (
+        UniqueConstraint("team_id", "idempotency_key"),
+        CheckConstraint(f"status IN {JOB_STATUSES}", name="status"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    tokenizer: Mapped[str] = mapped_column(String(200))
+    spec: Mapped[dict[str, Any]] = mapped_column(Json)
+    train_corpus_ids: Mapped[list[str]] = mapped_column(Json)
+    eval_corpus_ids: Mapped[list[str]] = mapped_column(Json)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    stage: Mapped[str] = mapped_column(String(50), default="queued")
+    progress: Mapped[float] = mapped_column(default=0.0)
+    attempts: Mapped[int] = mapped_column(default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    version: Mapped[int | None]
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
+
+
+class TokenizerVersion(Base):
+    """An immutable, numbered tokenizer: it exists only with all of its files in the store."""
+
+    __tablename__ = "tokenizer_versions"
+    __table_args__ = (UniqueConstraint("team_id", "name", "version"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    version: Mapped[int]
+    job_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("training_jobs.id", ondelete="SET NULL"))
+    spec: Mapped[dict[str, Any]] = mapped_column(Json)
+    vocab_size: Mapped[int]
+    files: Mapped[list[dict[str, Any]]] = mapped_column(Json)
+    lineage: Mapped[dict[str, Any]] = mapped_column(Json)
+    train_seconds: Mapped[float]
+    peak_memory_bytes: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class EvaluationRun(Base):
+    """A queued request to evaluate a version or a reference tokenizer on chosen corpora."""
+
+    __tablename__ = "evaluation_runs"
+    __table_args__ = (CheckConstraint(f"status IN {JOB_STATUSES}", name="status"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    version_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("tokenizer_versions.id", ondelete="CASCADE"))
+    reference: Mapped[str | None] = mapped_column(String(50))
+    corpus_ids: Mapped[list[str]] = mapped_column(Json)
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
+
+
+class Evaluation(Base):
+    """Metrics of one tokenizer version, or one reference tokenizer, on one corpus."""
+
+    __tablename__ = "evaluations"
+    __table_args__ = (
+        CheckConstraint("(version_id IS NULL) <> (reference IS NULL)", name="subject"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    version_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("tokenizer_versions.id", ondelete="CASCADE"), index=True
+    )
+    reference: Mapped[str | None] = mapped_column(String(50))
+    corpus_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("corpora.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("evaluation_runs.id", ondelete="CASCADE"))
+    word_rule: Mapped[str] = mapped_column(String(50))
+    metrics: Mapped[dict[str, Any]] = mapped_column(Json)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)

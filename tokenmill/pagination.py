@@ -1,0 +1,26 @@
+"""Pages of a list: `{"items": [...], "total": N, "page": P, "limit": L}`."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session
+
+MAX_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class Page:
+    page: int = 1
+    limit: int = 50
+
+    @property
+    def offset(self) -> int:
+        return (self.page - 1) * self.limit
+
+
+def paginate(session: Session, query: Select, page: Page) -> tuple[list[Any], int]:
+    """One page of the query's rows and the total count."""
+    total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
+    rows = list(session.scalars(query.limit(page.limit).offset(page.offset)))
+    return rows, total

@@ -1,0 +1,75 @@
+"""Stage and progress of a running job, written to its row; also how a worker learns of a cancel."""
+
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+
+import psutil
+from sqlalchemy import update
+from sqlalchemy.orm import Session, sessionmaker
+
+from tokenmill.db import transaction, utcnow
+from tokenmill.models import TrainingJob
+
+
+class JobCancelled(Exception):
+    """The job's row is no longer 'running' (cancelled, or failed by the sweeper)."""
+
+
+class Reporter:
+    """Writes stage and progress of a running job at most once a second."""
+
+    def __init__(self, factory: sessionmaker[Session], job_id: uuid.UUID, interval: float = 1.0) -> None:
+        self.factory = factory
+        self.job_id = job_id
+        self.interval = interval
+        self._last = 0.0
+
+    def __call__(self, stage: str, progress: float, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < self.interval:
+            return
+        self._last = now
+        with transaction(self.factory) as session:
+            result = session.execute(
+                update(TrainingJob)
+                .where(TrainingJob.id == self.job_id, TrainingJob.status == "running")
+                .values(stage=stage, progress=round(min(max(progress, 0.0), 1.0), 4), updated_at=utcnow())
+            )
+        if result.rowcount == 0:
+            raise JobCancelled(str(self.job_id))
+
+
+def tracked(texts: Iterable[str], total_chars: int, report: Reporter, stage: str, start: float, end: float) -> Iterator[str]:
+    """The texts, reporting the share read so far as progress between start and end."""
+    seen = 0
+    for text in texts:
+        seen += len(text)
+        report(stage, start + (end - start) * seen / max(total_chars, 1))
+        yield text
+
+
+class PeakMemory:
+    """Samples this process's resident memory in a thread; `peak` is the highest seen."""
+
+    def __init__(self, every: float = 0.1) -> None:
+        self.every = every
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._process = psutil.Process()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._process.memory_info().rss)
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> "PeakMemory":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._process.memory_info().rss)

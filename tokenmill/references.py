@@ -1,0 +1,151 @@
+"""Reference tokenizers (GPT-2, cl100k_base, o200k_base), loaded offline and verified.
+
+The rank files come from pinned PyPI distributions installed beside Tokenmill, never from
+the network: `bpe-openai==0.1.4` ships cl100k_base and o200k_base (gzipped) as package
+data, and `openai-whisper==20250625` ships GPT-2's r50k ranks as `whisper/assets/gpt2.tiktoken`.
+Whisper must be installed with `pip install --no-deps openai-whisper==20250625` (its
+dependencies are torch and friends) and must never be imported: the file is found through
+the distribution's metadata. Every file is checked against the sha256 tiktoken itself pins
+before a single rank is read.
+
+`PATTERNS` holds the three split regexes in a form that both Oniguruma (the `tokenizers`
+Split pre-tokenizer, used to train our own byte-level BPE) and tiktoken's engine read the
+same way. Only cl100k needed a change: Oniguruma's Ruby syntax has no possessive interval,
+so tiktoken's `\\p{N}{1,3}+` means "one or more runs of 1-3 digits" there and swallows
+whole numbers; `\\p{N}{1,3}` is equivalent in tiktoken (nothing follows it in its branch)
+and correct in Oniguruma.
+
+Deliberately not handled: other tiktoken encodings (p50k, o200k_harmony …), downloading or
+caching files, and HF-format (vocab.json/merges.txt) references.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+import tiktoken
+from tiktoken_ext.openai_public import ENDOFPROMPT, ENDOFTEXT, FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX, r50k_pat_str
+
+from tokenmill.tiktoken_format import parse_rank_file
+
+__all__ = ["PATTERNS", "REFERENCE_NAMES", "ReferenceFileError", "load_reference", "reference_sha256"]
+
+REFERENCE_NAMES = ("gpt2", "cl100k_base", "o200k_base")
+
+# tiktoken_ext.openai_public only exposes r50k's pattern as a module constant; the other
+# two live inside its downloading constructors, so they are copied verbatim from
+# tiktoken 0.14.0 (tests/unit/test_references.py checks they still agree).
+CL100K_PAT_STR = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+O200K_PAT_STR = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
+# Split regexes for training with `tokenizers` (Oniguruma); see the module docstring.
+PATTERNS = {
+    "gpt2": r50k_pat_str,
+    "cl100k": CL100K_PAT_STR.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}"),
+    "o200k": O200K_PAT_STR,
+}
+
+
+class ReferenceFileError(RuntimeError):
+    """A reference rank file is missing or is not the pinned file."""
+
+
+@dataclass(frozen=True)
+class _Reference:
+    distribution: str  # the PyPI distribution that ships the file
+    install: str  # how to get it, for the error message
+    path: str  # the file inside the distribution
+    sha256: str  # of the uncompressed rank file, as pinned by tiktoken_ext.openai_public
+    pat_str: str
+    special_tokens: dict[str, int]
+    n_vocab: int | None  # checked by tiktoken; None where special ids leave gaps, as tiktoken does
+
+
+_BPE_OPENAI = "pip install bpe-openai==0.1.4"
+_REFERENCES = {
+    "gpt2": _Reference(
+        distribution="openai-whisper",
+        install="pip install --no-deps openai-whisper==20250625",
+        path="whisper/assets/gpt2.tiktoken",
+        sha256="306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
+        pat_str=r50k_pat_str,
+        special_tokens={ENDOFTEXT: 50256},
+        n_vocab=50257,
+    ),
+    "cl100k_base": _Reference(
+        distribution="bpe-openai",
+        install=_BPE_OPENAI,
+        path="bpe_openai/data/cl100k_base.tiktoken.gz",
+        sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        pat_str=CL100K_PAT_STR,
+        special_tokens={ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260, ENDOFPROMPT: 100276},
+        n_vocab=None,
+    ),
+    "o200k_base": _Reference(
+        distribution="bpe-openai",
+        install=_BPE_OPENAI,
+        path="bpe_openai/data/o200k_base.tiktoken.gz",
+        sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        pat_str=O200K_PAT_STR,
+        special_tokens={ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
+        n_vocab=None,
+    ),
+}
+
+
+def _reference(name: str) -> _Reference:
+    try:
+        return _REFERENCES[name]
+    except KeyError:
+        raise ValueError(f"unknown reference tokenizer {name!r}; valid names: {', '.join(REFERENCE_NAMES)}") from None
+
+
+def _read_verified(ref: _Reference) -> bytes:
+    """The uncompressed rank file of ref, after checking its sha256."""
+    # Located through the distribution's file list rather than importlib.resources, which
+    # would import the package: `whisper` imports torch, which is deliberately absent.
+    try:
+        path = Path(metadata.distribution(ref.distribution).locate_file(ref.path))
+        raw = path.read_bytes()
+    except (metadata.PackageNotFoundError, FileNotFoundError) as exc:
+        raise ReferenceFileError(f"{ref.path} from {ref.distribution} is not installed; run `{ref.install}`") from exc
+    data = gzip.decompress(raw) if ref.path.endswith(".gz") else raw
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != ref.sha256:
+        raise ReferenceFileError(f"{path} has sha256 {digest}, expected {ref.sha256}; reinstall with `{ref.install}`")
+    return data
+
+
+@cache
+def load_reference(name: str) -> tiktoken.Encoding:
+    """The tiktoken Encoding of a reference tokenizer, from its verified local rank file."""
+    ref = _reference(name)
+    return tiktoken.Encoding(
+        name=name,
+        pat_str=ref.pat_str,
+        mergeable_ranks=parse_rank_file(_read_verified(ref)),
+        special_tokens=ref.special_tokens,
+        explicit_n_vocab=ref.n_vocab,
+    )
+
+
+def reference_sha256(name: str) -> str:
+    """The pinned sha256 of a reference's uncompressed rank file (what load_reference checks)."""
+    return _reference(name).sha256

@@ -1,0 +1,61 @@
+"""The one settings object: environment variables prefixed TOKENMILL_, read once and cached."""
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_HOME = Path.home() / ".tokenmill"
+
+
+class Settings(BaseSettings):
+    """Where the database, broker and object store are, and how long jobs may run."""
+
+    model_config = SettingsConfigDict(env_prefix="TOKENMILL_", extra="ignore")
+
+    database_url: str = f"sqlite:///{DEFAULT_HOME / 'tokenmill.db'}"
+    # A local Celery transport (a folder) unless a redis:// broker is given.
+    broker_url: str = f"filesystem://{DEFAULT_HOME / 'broker'}"
+    storage_url: str = f"file://{DEFAULT_HOME / 'store'}"
+    s3_endpoint_url: str | None = None
+    secret_key: SecretStr = SecretStr("change-me-in-production")
+
+    # Job limits: soft < hard < broker visibility timeout, so a slow job is stopped before redelivery.
+    job_soft_time_limit: int = 3 * 3600
+    job_hard_time_limit: int = 3 * 3600 + 300
+    job_max_attempts: int = 3
+    task_expires: int = 24 * 3600
+    # The sweeper re-sends queued jobs older than this and fails running jobs silent for longer.
+    sweep_queued_after: int = 300
+    sweep_running_after: int = 3 * 3600 + 600
+
+    max_upload_bytes: int = 50 * 1024**3
+    api_url: str = "http://127.0.0.1:8000"
+
+    @property
+    def visibility_timeout(self) -> int:
+        return self.job_hard_time_limit + 600
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings, read from the environment on first use."""
+    return Settings()
+
+
+def celery_broker(settings: Settings) -> tuple[str, dict]:
+    """Broker URL and transport options for Celery (plain data: the core imports no Celery).
+
+    `filesystem:///path` is the embedded mode's local transport: kombu's filesystem
+    transport, with the folder given in the transport options.
+    """
+    url = settings.broker_url
+    if url.startswith("filesystem://"):
+        folder = Path(url.removeprefix("filesystem://") or DEFAULT_HOME / "broker")
+        (folder / "queue").mkdir(parents=True, exist_ok=True)
+        (folder / "processed").mkdir(parents=True, exist_ok=True)
+        queue = str(folder / "queue")
+        return "filesystem://", {"data_folder_in": queue, "data_folder_out": queue,
+                                 "processed_folder": str(folder / "processed"), "store_processed": False}
+    return url, {"visibility_timeout": settings.visibility_timeout}

@@ -1,0 +1,157 @@
+"""The training spec (DESIGN §5): parsed, defaulted and checked before a job is queued.
+
+`resolve_spec` turns what a user posted into a complete spec (every default filled in, so
+a version records exactly what trained it) or raises InvalidInput naming the field.
+"""
+
+from typing import Literal
+
+import regex
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tokenmill.errors import InvalidInput
+
+Algorithm = Literal["bpe", "wordpiece", "unigram"]
+Library = Literal["tokenizers", "sentencepiece"]
+PreTokenizer = Literal["gpt2", "cl100k", "o200k", "whitespace", "metaspace", "none"]
+Normalization = Literal["none", "nfc", "nfkc", "nfd", "nfkd"]
+
+REGEX_PRESETS = ("gpt2", "cl100k", "o200k")
+BYTE_ALPHABET = 256
+MAX_VOCAB = 1_000_000
+SENTENCEPIECE_NORMALIZATIONS = ("none", "nfkc")
+
+
+class TrainingSpec(BaseModel):
+    """A complete training spec; `None` on the optional fields means "the library default"."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    algorithm: Algorithm = "bpe"
+    library: Library = "tokenizers"
+    vocab_size: int = Field(32000, ge=1, le=MAX_VOCAB)
+    byte_level: bool | None = None
+    byte_fallback: bool = False
+    pre_tokenizer: PreTokenizer | None = None
+    pre_tokenizer_regex: str | None = Field(None, min_length=1, max_length=2000)
+    normalization: Normalization = "none"
+    lowercase: bool = False
+    split_digits: bool = False
+    special_tokens: list[str] | None = None
+    min_frequency: int = Field(2, ge=0)
+    max_token_length: int | None = Field(None, ge=1, le=1024)
+    character_coverage: float = Field(0.9995, gt=0, le=1)
+    max_sentences: int | None = Field(None, ge=1)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+
+    @property
+    def regex_pattern(self) -> str | None:
+        """The pre-tokenization regex this spec splits with, if any."""
+        if self.pre_tokenizer_regex:
+            return self.pre_tokenizer_regex
+        if self.pre_tokenizer in REGEX_PRESETS:
+            from tokenmill.references import PATTERNS
+
+            return PATTERNS[self.pre_tokenizer]
+        return None
+
+
+def default_special_tokens(algorithm: str, library: str) -> list[str]:
+    if library == "sentencepiece":
+        return ["<unk>", "<s>", "</s>"]
+    if algorithm == "wordpiece":
+        return ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+    if algorithm == "unigram":
+        return ["<unk>"]
+    return ["<|endoftext|>"]
+
+
+def resolve_spec(raw: dict) -> TrainingSpec:
+    """The complete spec for what a user posted, or InvalidInput naming the first bad field."""
+    try:
+        spec = TrainingSpec.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or "spec"
+        raise InvalidInput(f"spec.{field}: {error['msg']}", field=f"spec.{field}") from None
+    spec = _fill_defaults(spec)
+    _check_combination(spec)
+    return spec
+
+
+def _fill_defaults(spec: TrainingSpec) -> TrainingSpec:
+    byte_level = spec.byte_level
+    if byte_level is None:
+        byte_level = spec.library == "tokenizers" and spec.algorithm == "bpe" and not spec.byte_fallback
+    pre_tokenizer = spec.pre_tokenizer
+    if pre_tokenizer is None:
+        if spec.library == "sentencepiece":
+            pre_tokenizer = "metaspace"
+        elif byte_level:
+            pre_tokenizer = "gpt2"
+        elif spec.algorithm == "wordpiece":
+            pre_tokenizer = "whitespace"
+        else:
+            pre_tokenizer = "metaspace"
+    special = spec.special_tokens
+    if special is None:
+        special = default_special_tokens(spec.algorithm, spec.library)
+    return spec.model_copy(update={"byte_level": byte_level, "pre_tokenizer": pre_tokenizer, "special_tokens": special})
+
+
+def _refuse(field: str, why: str) -> None:
+    raise InvalidInput(f"spec.{field}: {why}", field=f"spec.{field}")
+
+
+def _check_combination(spec: TrainingSpec) -> None:
+    if spec.library == "sentencepiece":
+        if spec.algorithm == "wordpiece":
+            _refuse("library", "sentencepiece trains unigram or bpe, not wordpiece")
+        if spec.byte_level:
+            _refuse("byte_level", "sentencepiece has no byte-level mode; use byte_fallback")
+        if spec.pre_tokenizer != "metaspace" or spec.pre_tokenizer_regex:
+            _refuse("pre_tokenizer", "sentencepiece splits on whitespace itself: use 'metaspace' and no regex")
+        if spec.normalization not in SENTENCEPIECE_NORMALIZATIONS:
+            _refuse("normalization", f"sentencepiece supports {', '.join(SENTENCEPIECE_NORMALIZATIONS)}")
+    if spec.byte_level and spec.byte_fallback:
+        _refuse("byte_fallback", "a byte-level vocabulary already covers every byte; drop byte_fallback")
+    if spec.byte_level and spec.algorithm != "bpe":
+        _refuse("byte_level", "byte-level is offered for bpe only")
+    if spec.byte_fallback and spec.algorithm == "wordpiece":
+        _refuse("byte_fallback", "wordpiece has no byte fallback; it maps unknown words to [UNK]")
+    if spec.pre_tokenizer_regex and spec.pre_tokenizer in ("whitespace", "metaspace"):
+        _refuse("pre_tokenizer_regex", "a custom regex replaces the preset: set pre_tokenizer to 'none' or a regex preset")
+    if spec.pre_tokenizer_regex:
+        _check_regex(spec.pre_tokenizer_regex)
+    _check_special_tokens(spec.special_tokens or [])
+    _check_vocab_size(spec)
+
+
+def _check_regex(pattern: str) -> None:
+    try:
+        regex.compile(pattern)
+    except regex.error as exc:
+        _refuse("pre_tokenizer_regex", f"does not compile: {exc}")
+    from tokenizers import Regex
+
+    try:
+        Regex(pattern)
+    except Exception as exc:  # the Rust binding raises a plain Exception
+        _refuse("pre_tokenizer_regex", f"the tokenizers regex engine (Oniguruma) refuses it: {exc}")
+    if regex.fullmatch(pattern, ""):
+        _refuse("pre_tokenizer_regex", "matches the empty string, which would split nothing")
+
+
+def _check_special_tokens(tokens: list[str]) -> None:
+    if len(set(tokens)) != len(tokens):
+        _refuse("special_tokens", "holds a token twice")
+    if any(not token or token.isspace() for token in tokens):
+        _refuse("special_tokens", "holds an empty or blank token")
+
+
+def _check_vocab_size(spec: TrainingSpec) -> None:
+    alphabet = BYTE_ALPHABET if (spec.byte_level or spec.byte_fallback) else 0
+    floor = alphabet + len(spec.special_tokens or []) + 1
+    if spec.vocab_size < floor:
+        what = "the 256 byte tokens plus " if alphabet else ""
+        _refuse("vocab_size", f"must be at least {floor}: {what}the special tokens and one learned token")

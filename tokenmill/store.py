@@ -1,0 +1,165 @@
+"""Object store: one interface, two backends (S3-compatible through boto3, a local folder).
+
+Everything streams in chunks: a corpus is never held whole in memory. Keys are POSIX-style
+relative paths ("corpora/<team>/<id>"); the backends never interpret them beyond that.
+"""
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO, Protocol
+from urllib.parse import urlparse
+
+CHUNK = 1024 * 1024
+
+
+class ObjectNotFound(KeyError):
+    """The key is not in the store."""
+
+
+class ObjectStore(Protocol):
+    def put_stream(self, key: str, chunks: Iterable[bytes]) -> None: ...
+    def put_bytes(self, key: str, data: bytes) -> None: ...
+    def iter_chunks(self, key: str, chunk_size: int = CHUNK) -> Iterator[bytes]: ...
+    def get_bytes(self, key: str) -> bytes: ...
+    def delete_prefix(self, prefix: str) -> None: ...
+    def ping(self) -> None: ...
+
+
+class LocalStore:
+    """A folder on disk; writes land in a temporary file and are renamed into place."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise ValueError(f"key escapes the store: {key!r}")
+        return path
+
+    def put_stream(self, key: str, chunks: Iterable[bytes]) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for chunk in chunks:
+                    out.write(chunk)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self.put_stream(key, [data])
+
+    def iter_chunks(self, key: str, chunk_size: int = CHUNK) -> Iterator[bytes]:
+        try:
+            handle = open(self._path(key), "rb")
+        except FileNotFoundError:
+            raise ObjectNotFound(key) from None
+        with handle:
+            while chunk := handle.read(chunk_size):
+                yield chunk
+
+    def get_bytes(self, key: str) -> bytes:
+        return b"".join(self.iter_chunks(key))
+
+    def delete_prefix(self, prefix: str) -> None:
+        path = self._path(prefix)
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+    def ping(self) -> None:
+        if not self.root.is_dir():
+            raise OSError(f"store folder {self.root} is missing")
+
+
+class ChunkReader:
+    """A read()-able view of an iterator of chunks (for boto3's multipart upload, zstd)."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self._buffer = b""
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buffer) < size:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                break
+            self._buffer += chunk
+        if size < 0:
+            data, self._buffer = self._buffer, b""
+        else:
+            data, self._buffer = self._buffer[:size], self._buffer[size:]
+        return data
+
+
+class S3Store:
+    """A bucket and prefix on any S3-compatible endpoint (AWS, MinIO, moto's server)."""
+
+    def __init__(self, bucket: str, prefix: str = "", endpoint_url: str | None = None) -> None:
+        import boto3
+        from boto3.s3.transfer import TransferConfig
+        from botocore.config import Config
+
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        config = Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"})
+        self.client = boto3.client("s3", endpoint_url=endpoint_url, config=config)
+        # Bounded memory: at most two 8 MiB parts in flight per upload.
+        self.transfer = TransferConfig(multipart_chunksize=8 * CHUNK, max_concurrency=2)
+
+    def _key(self, key: str) -> str:
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def put_stream(self, key: str, chunks: Iterable[bytes]) -> None:
+        self.client.upload_fileobj(ChunkReader(chunks), self.bucket, self._key(key), Config=self.transfer)
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+
+    def iter_chunks(self, key: str, chunk_size: int = CHUNK) -> Iterator[bytes]:
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+        except self.client.exceptions.NoSuchKey:
+            raise ObjectNotFound(key) from None
+        try:
+            yield from body.iter_chunks(chunk_size)
+        finally:
+            body.close()
+
+    def get_bytes(self, key: str) -> bytes:
+        return b"".join(self.iter_chunks(key))
+
+    def delete_prefix(self, prefix: str) -> None:
+        paginator = self.client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self._key(prefix)):
+            keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+            if keys:
+                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys, "Quiet": True})
+
+    def ping(self) -> None:
+        self.client.head_bucket(Bucket=self.bucket)
+
+
+def open_store(url: str, endpoint_url: str | None = None) -> ObjectStore:
+    """The store a TOKENMILL_STORAGE_URL names: s3://bucket/prefix or file:///path."""
+    parsed = urlparse(url)
+    if parsed.scheme == "s3":
+        return S3Store(parsed.netloc, parsed.path, endpoint_url)
+    if parsed.scheme == "file":
+        return LocalStore(Path(parsed.netloc + parsed.path))
+    raise ValueError(f"unsupported storage URL {url!r}: use s3://bucket/prefix or file:///path")
+
+
+def read_into(handle: BinaryIO, chunk_size: int = CHUNK) -> Iterator[bytes]:
+    """Chunks of an open binary file, for put_stream."""
+    while chunk := handle.read(chunk_size):
+        yield chunk

@@ -1,0 +1,138 @@
+"""Training with Hugging Face `tokenizers`: a spec and an iterable of texts in, a Tokenizer out.
+
+Deliberately not here: reading corpora (the caller streams documents in), files (export.py),
+and sentencepiece (sentencepiece_training.py). Byte fallback needs care: the BPE and
+Unigram trainers do not add the 256 `<0xNN>` tokens a byte-fallback model falls back to
+(tokenizers issue #1407), so they are passed as extra initial tokens and then turned back
+into ordinary vocabulary entries, so they decode to bytes and are not "special".
+"""
+
+import json
+from collections.abc import Iterable
+
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+from tokenmill.spec import TrainingSpec
+
+BYTE_TOKENS = [f"<0x{value:02X}>" for value in range(256)]
+METASPACE = "▁"
+WORDPIECE_PREFIX = "##"
+
+
+def unk_token(spec: TrainingSpec) -> str | None:
+    """The unknown token the model maps unseen symbols to (byte-level models have none)."""
+    if spec.byte_level:
+        return None
+    if spec.algorithm == "wordpiece":
+        return "[UNK]"
+    return "<unk>"
+
+
+def trainer_tokens(spec: TrainingSpec) -> list[str]:
+    """Tokens given ids before any learned one: specials, then unk, then byte tokens."""
+    tokens = list(spec.special_tokens or [])
+    unk = unk_token(spec)
+    if unk and unk not in tokens:
+        tokens.insert(0, unk)
+    if spec.byte_fallback:
+        tokens += [token for token in BYTE_TOKENS if token not in tokens]
+    return tokens
+
+
+def _normalizer(spec: TrainingSpec) -> normalizers.Normalizer | None:
+    steps = []
+    if spec.normalization != "none":
+        steps.append(getattr(normalizers, spec.normalization.upper())())
+    if spec.lowercase:
+        steps.append(normalizers.Lowercase())
+    return normalizers.Sequence(steps) if steps else None
+
+
+def _pre_tokenizer(spec: TrainingSpec) -> pre_tokenizers.PreTokenizer | None:
+    steps: list[pre_tokenizers.PreTokenizer] = []
+    pattern = spec.regex_pattern
+    if spec.pre_tokenizer == "whitespace":
+        steps.append(pre_tokenizers.Whitespace())
+    elif spec.pre_tokenizer == "metaspace":
+        steps.append(pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always"))
+    elif pattern:
+        steps.append(pre_tokenizers.Split(Regex(pattern), behavior="isolated"))
+    if spec.split_digits:
+        steps.append(pre_tokenizers.Digits(individual_digits=True))
+    if spec.byte_level:
+        steps.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False))
+    if not steps:
+        return None
+    return steps[0] if len(steps) == 1 else pre_tokenizers.Sequence(steps)
+
+
+def _decoder(spec: TrainingSpec) -> decoders.Decoder:
+    if spec.byte_level:
+        return decoders.ByteLevel()
+    steps: list[decoders.Decoder] = []
+    if spec.byte_fallback:
+        steps.append(decoders.ByteFallback())
+    if spec.algorithm == "wordpiece":
+        steps.append(decoders.WordPiece(prefix=WORDPIECE_PREFIX))
+    else:
+        steps.append(decoders.Fuse())
+        if spec.pre_tokenizer == "metaspace":
+            steps.append(decoders.Metaspace(replacement=METASPACE, prepend_scheme="always"))
+    return decoders.Sequence(steps)
+
+
+def _model_and_trainer(spec: TrainingSpec) -> tuple[models.Model, trainers.Trainer]:
+    tokens = trainer_tokens(spec)
+    unk = unk_token(spec)
+    if spec.algorithm == "bpe":
+        model = models.BPE(unk_token=unk, byte_fallback=spec.byte_fallback)
+        alphabet = pre_tokenizers.ByteLevel.alphabet() if spec.byte_level else []
+        options = {"max_token_length": spec.max_token_length} if spec.max_token_length else {}
+        trainer = trainers.BpeTrainer(
+            vocab_size=spec.vocab_size, min_frequency=spec.min_frequency, special_tokens=tokens,
+            initial_alphabet=alphabet, show_progress=False, **options,
+        )
+    elif spec.algorithm == "wordpiece":
+        model = models.WordPiece(unk_token=unk, continuing_subword_prefix=WORDPIECE_PREFIX)
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=spec.vocab_size, min_frequency=spec.min_frequency, special_tokens=tokens,
+            continuing_subword_prefix=WORDPIECE_PREFIX, show_progress=False,
+        )
+    else:
+        model = models.Unigram()
+        trainer = trainers.UnigramTrainer(
+            vocab_size=spec.vocab_size, special_tokens=tokens, unk_token=unk,
+            max_piece_length=spec.max_token_length or 16, show_progress=False,
+        )
+    return model, trainer
+
+
+def build(spec: TrainingSpec) -> tuple[Tokenizer, trainers.Trainer]:
+    """An untrained tokenizer pipeline and the trainer for it."""
+    model, trainer = _model_and_trainer(spec)
+    tokenizer = Tokenizer(model)
+    if (normalizer := _normalizer(spec)) is not None:
+        tokenizer.normalizer = normalizer
+    if (pre_tokenizer := _pre_tokenizer(spec)) is not None:
+        tokenizer.pre_tokenizer = pre_tokenizer
+    tokenizer.decoder = _decoder(spec)
+    return tokenizer, trainer
+
+
+def train(spec: TrainingSpec, texts: Iterable[str]) -> Tokenizer:
+    """Train a `tokenizers` tokenizer on the texts, as the spec says."""
+    tokenizer, trainer = build(spec)
+    tokenizer.train_from_iterator(texts, trainer=trainer)
+    if spec.byte_fallback:
+        tokenizer = _unspecial_byte_tokens(tokenizer)
+    return tokenizer
+
+
+def _unspecial_byte_tokens(tokenizer: Tokenizer) -> Tokenizer:
+    # The byte tokens went in as trainer "special tokens" to get fixed ids; make them plain
+    # vocabulary again so the model falls back to them and decoding keeps their bytes.
+    data = json.loads(tokenizer.to_str())
+    byte_tokens = set(BYTE_TOKENS)
+    data["added_tokens"] = [item for item in data["added_tokens"] if item["content"] not in byte_tokens]
+    data["model"]["byte_fallback"] = True
+    return Tokenizer.from_str(json.dumps(data, ensure_ascii=False))

@@ -1,0 +1,75 @@
+"""Tokenizer versions: immutable, numbered per team and name, registered with all their files."""
+
+import uuid
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from tokenmill.errors import NotFound
+from tokenmill.models import Team, TokenizerVersion
+from tokenmill.pagination import Page, paginate
+
+
+def next_version_number(session: Session, team_id: uuid.UUID, name: str) -> int:
+    current = session.scalar(
+        select(func.max(TokenizerVersion.version)).where(
+            TokenizerVersion.team_id == team_id, TokenizerVersion.name == name
+        )
+    )
+    return (current or 0) + 1
+
+
+def list_names(session: Session, team: Team, page: Page) -> tuple[list[Any], int]:
+    """The team's tokenizer names with their latest version number and count."""
+    query = (
+        select(
+            TokenizerVersion.name,
+            func.max(TokenizerVersion.version).label("latest"),
+            func.count().label("versions"),
+            func.max(TokenizerVersion.created_at).label("updated_at"),
+        )
+        .where(TokenizerVersion.team_id == team.id)
+        .group_by(TokenizerVersion.name)
+        .order_by(TokenizerVersion.name)
+    )
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    rows = session.execute(query.limit(page.limit).offset(page.offset)).all()
+    return [row._asdict() for row in rows], total
+
+
+def list_versions(session: Session, team: Team, name: str, page: Page) -> tuple[list[TokenizerVersion], int]:
+    query = (
+        select(TokenizerVersion)
+        .where(TokenizerVersion.team_id == team.id, TokenizerVersion.name == name)
+        .order_by(TokenizerVersion.version.desc())
+    )
+    rows, total = paginate(session, query, page)
+    if total == 0:
+        raise NotFound(f"no tokenizer named {name!r}")
+    return rows, total
+
+
+def get_version(session: Session, team: Team, name: str, version: str | int) -> TokenizerVersion:
+    """A version by number, or the newest for 'latest'; 404 otherwise."""
+    query = select(TokenizerVersion).where(TokenizerVersion.team_id == team.id, TokenizerVersion.name == name)
+    if str(version) == "latest":
+        query = query.order_by(TokenizerVersion.version.desc()).limit(1)
+    else:
+        try:
+            number = int(version)
+        except ValueError:
+            raise NotFound(f"no version {version!r} of {name!r}: use a number or 'latest'") from None
+        query = query.where(TokenizerVersion.version == number)
+    row = session.scalar(query)
+    if row is None:
+        raise NotFound(f"no version {version} of tokenizer {name!r}")
+    return row
+
+
+def version_file(version: TokenizerVersion, filename: str) -> dict[str, Any]:
+    """The entry of one of the version's files."""
+    for entry in version.files:
+        if entry["name"] == filename:
+            return entry
+    raise NotFound(f"version {version.version} of {version.name!r} has no file {filename!r}")

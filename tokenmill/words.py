@@ -1,0 +1,111 @@
+"""Word counting that is fair across scripts, the denominator of fertility (DESIGN §6).
+
+A word is a run of non-whitespace characters, as ``str.split()`` cuts them, except in
+the scripts written without spaces (``NO_SPACE_SCRIPTS``), where every character is a
+word of its own: "東京は big city" is five words, "abc東京" is three.
+
+Three refinements keep the per-character rule honest, all decided here once:
+
+- a "character" is a base character with the combining marks that follow it, so the
+  Thai "ที่" (a consonant and two marks) is one word, not three;
+- a character is of a no-space script if its Unicode Script is one, or if it is shared
+  by CJK scripts only (Script_Extensions, Latin excluded): the prolonged sound mark "ー"
+  and "〆" count, CJK punctuation ("。", "「") and the modifier apostrophe "ʼ" do not;
+- punctuation and symbols touching a no-space character join its word instead of making
+  one, as the full stop in "city." does: "東京。" is two words, like "Tokyo." is one.
+
+Deliberately not handled: dictionary word segmentation (Thai or Japanese words are not
+found, characters are counted), grapheme clusters beyond "base + marks" (emoji ZWJ
+sequences), and normalisation; callers pass the text exactly as it is encoded.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Scripts written without spaces between words. Bopomofo annotates Chinese and Yi is
+#: written like it, so both are in; Hangul is not, Korean separates words. Rarer
+#: scripta continua (Javanese, Balinese, Tai Tham …) are left out until a corpus needs
+#: them; tests/unit/test_words.py regenerates the table below for a new list.
+NO_SPACE_SCRIPTS: tuple[str, ...] = (
+    "Han",
+    "Hiragana",
+    "Katakana",
+    "Bopomofo",
+    "Yi",
+    "Thai",
+    "Lao",
+    "Khmer",
+    "Myanmar",
+    "Tibetan",
+)
+
+WHITESPACE = "whitespace"
+PER_CHARACTER = "whitespace+per-character"
+
+# Letters, marks and digits of NO_SPACE_SCRIPTS as inclusive code point ranges, Unicode 17
+# (the `regex` package's \p{Script}/\p{Script_Extensions}); gaps of unassigned code points
+# are bridged so the table stays short. A test checks it against `regex`, and a stdlib
+# character class built from it scans ~10x faster than the equivalent \p{...} pattern.
+NO_SPACE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x00E01, 0x00E3A), (0x00E40, 0x00E4E), (0x00E50, 0x00E59), (0x00E81, 0x00F00),
+    (0x00F18, 0x00F19), (0x00F20, 0x00F33), (0x00F35, 0x00F35), (0x00F37, 0x00F37),
+    (0x00F39, 0x00F39), (0x00F3E, 0x00F84), (0x00F86, 0x00FBC), (0x00FC6, 0x00FC6),
+    (0x01000, 0x01049), (0x01050, 0x0109D), (0x01780, 0x017D3), (0x017D7, 0x017D7),
+    (0x017DC, 0x017F9), (0x03005, 0x03007), (0x03021, 0x0302D), (0x03031, 0x03035),
+    (0x03038, 0x0303C), (0x03041, 0x0309A), (0x0309D, 0x0309F), (0x030A1, 0x030FA),
+    (0x030FC, 0x0312F), (0x03192, 0x03195), (0x031A0, 0x031BF), (0x031F0, 0x031FF),
+    (0x03220, 0x03229), (0x03280, 0x03289), (0x03400, 0x04DBF), (0x04E00, 0x0A48C),
+    (0x0A9E0, 0x0A9FE), (0x0AA60, 0x0AA76), (0x0AA7A, 0x0AA7F), (0x0F900, 0x0FAD9),
+    (0x0FF66, 0x0FF9F), (0x116D0, 0x116E3), (0x16FE3, 0x16FE3), (0x16FF0, 0x16FF6),
+    (0x1AFF0, 0x1B168), (0x1D360, 0x1D371), (0x20000, 0x33479),
+)
+
+_SPACE = r"\s\x1c-\x1f"  # str.split() also cuts on U+001C-U+001F, which \s misses
+_NO_SPACE = "".join(f"\\U{first:08x}-\\U{last:08x}" for first, last in NO_SPACE_RANGES)
+# What clings to a no-space character: anything visible that is not a letter or digit.
+# Combining marks are not \w either, so they cling too, which keeps "ที่" in one word.
+# (Characters newer than Python 3.11's Unicode 14, e.g. CJK Extension I, are not \w
+# for `re` either: after another no-space character they cling instead of counting.)
+_CLINGING = rf"(?:[^\w{_SPACE}]|_)"
+
+_NO_SPACE_CHAR = re.compile(f"[{_NO_SPACE}]")
+_WHITESPACE_WORD = re.compile(f"[^{_SPACE}]+")
+_WORD = re.compile(
+    # One no-space character with the marks and punctuation around it ...
+    rf"{_CLINGING}*+[{_NO_SPACE}]{_CLINGING}*+"
+    # ... or a run of anything else, up to whitespace or a no-space character ...
+    rf"|[^{_SPACE}{_NO_SPACE}]++"
+    # ... or, so that no character goes uncounted, a stray mark standing alone.
+    rf"|[^{_SPACE}]"
+)
+
+
+def scan_words(text: str) -> tuple[list[tuple[int, int]], bool]:
+    """Return the word spans of `text` and whether it has a no-space-script character."""
+    # Most lines have no no-space character, and the plain whitespace scan is 2x faster.
+    has_no_space = _NO_SPACE_CHAR.search(text) is not None
+    pattern = _WORD if has_no_space else _WHITESPACE_WORD
+    return [match.span() for match in pattern.finditer(text)], has_no_space
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Return the [start, end) character spans of the words of `text`, in order."""
+    return scan_words(text)[0]
+
+
+def count_words(text: str) -> int:
+    """Return the number of words of `text` under the rule of this module."""
+    if _NO_SPACE_CHAR.search(text):
+        return len(_WORD.findall(text))
+    return len(text.split())
+
+
+def contains_no_space_script(text: str) -> bool:
+    """Return whether `text` has a character of a script written without spaces."""
+    return _NO_SPACE_CHAR.search(text) is not None
+
+
+def word_rule(has_no_space_chars: bool) -> str:
+    """Return the name of the rule that counted a corpus's words, to store beside them."""
+    return PER_CHARACTER if has_no_space_chars else WHITESPACE

@@ -1,0 +1,43 @@
+"""The Celery app: configuration and task names only; the settings are read when it is configured."""
+
+import os
+
+from celery import Celery
+from celery.signals import worker_process_init
+
+from tokenmill.settings import celery_broker, get_settings
+
+# Training uses the tokenizers thread pool inside each prefork child; say so explicitly so
+# the library does not disable it (or warn) after the fork.
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+
+app = Celery("tokenmill", include=["workers.tasks"])
+
+
+@app.on_configure.connect
+def configure(sender: Celery, **_) -> None:
+    settings = get_settings()
+    url, options = celery_broker(settings)
+    sender.conf.update(
+        broker_url=url,
+        broker_transport_options=options,
+        broker_connection_retry_on_startup=True,
+        task_ignore_result=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        worker_pool="prefork",
+        # soft < hard < broker visibility timeout: a stuck job is stopped before it is redelivered.
+        task_soft_time_limit=settings.job_soft_time_limit,
+        task_time_limit=settings.job_hard_time_limit,
+        beat_schedule={"sweep": {"task": "tokenmill.sweep", "schedule": 60.0, "options": {"expires": 55}}},
+        worker_hijack_root_logger=False,
+    )
+
+
+@worker_process_init.connect
+def reset_after_fork(**_) -> None:
+    # Connections must not cross a fork: each child builds its own engine and store clients.
+    from workers import tasks
+
+    tasks.resources.cache_clear()

@@ -1,0 +1,35 @@
+"""Thin tasks: open the process's resources and call one core function."""
+
+import uuid
+from functools import lru_cache
+
+from workers.app import app
+from tokenmill.db import make_engine, make_sessionmaker
+from tokenmill.pipeline import TransientError, run_training_job
+from tokenmill.settings import get_settings
+from tokenmill.store import open_store
+from tokenmill.sweeper import sweep
+
+
+@lru_cache
+def resources():
+    """The session factory and store of this worker process (rebuilt after each fork)."""
+    settings = get_settings()
+    return make_sessionmaker(make_engine(settings.database_url)), open_store(settings.storage_url, settings.s3_endpoint_url)
+
+
+@app.task(name="tokenmill.train", bind=True, ignore_result=True, max_retries=3)
+def train(self, job_id: str) -> str:
+    factory, store = resources()
+    try:
+        return run_training_job(factory, store, uuid.UUID(job_id), get_settings().job_max_attempts)
+    except TransientError as exc:
+        raise self.retry(exc=exc, countdown=10 * (self.request.retries + 1))
+
+
+@app.task(name="tokenmill.sweep", ignore_result=True)
+def sweep_jobs() -> dict:
+    factory, _ = resources()
+    settings = get_settings()
+    return sweep(factory, lambda job_id: train.apply_async(kwargs={"job_id": str(job_id)}, expires=settings.task_expires),
+                 settings.sweep_queued_after, settings.sweep_running_after)

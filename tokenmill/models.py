@@ -4,14 +4,14 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, CheckConstraint, DateTime, ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tokenmill.db import Base, utcnow
+from tokenmill.db import Base, UTCDateTime, utcnow
 
 Json = JSON().with_variant(JSONB(), "postgresql")
-Timestamp = DateTime(timezone=True)
+Timestamp = UTCDateTime()
 
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINISHED = ("succeeded", "failed", "cancelled")

@@ -1,0 +1,89 @@
+"""The worker side without Celery: claiming, failing cleanly, cancelling, sweeping."""
+
+import io
+import uuid
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select, update
+
+from tokenmill.db import transaction, utcnow
+from tokenmill.ingest import CorpusFields, ingest_corpus
+from tokenmill.jobs import cancel_job, submit_job
+from tokenmill.models import TokenizerVersion, TrainingJob
+from tokenmill.pipeline import claim_job, job_prefix, run_training_job
+from tokenmill.store import ObjectNotFound
+from tokenmill.sweeper import WORKER_DIED, sweep
+from tokenmill.teams import create_team
+
+
+@pytest.fixture
+def team_and_corpus(sessionmaker, store):
+    with transaction(sessionmaker) as session:
+        team, _ = create_team(session, f"pipe-{uuid.uuid4().hex[:8]}")
+        text = "".join(f"line {i} of some training text, words and more words\n" for i in range(300)).encode()
+        corpus = ingest_corpus(session, store, team, CorpusFields("c", "news", "eng_Latn"), [text], 10**9)
+    return team, corpus
+
+
+def new_job(sessionmaker, team, corpus, spec=None) -> uuid.UUID:
+    with transaction(sessionmaker) as session:
+        job, _ = submit_job(session, team, "pipe", spec or {"vocab_size": 400}, [str(corpus.id)], None)
+    return job.id
+
+
+def job_row(sessionmaker, job_id) -> TrainingJob:
+    with sessionmaker() as session:
+        return session.get_one(TrainingJob, job_id)
+
+
+def test_duplicate_delivery_does_nothing(sessionmaker, store, team_and_corpus):
+    team, corpus = team_and_corpus
+    job_id = new_job(sessionmaker, team, corpus)
+    assert run_training_job(sessionmaker, store, job_id) == "succeeded"
+    assert run_training_job(sessionmaker, store, job_id) == "skipped"
+    assert claim_job(sessionmaker, job_id) is False
+    with sessionmaker() as session:
+        versions = session.scalars(select(TokenizerVersion).where(TokenizerVersion.job_id == job_id)).all()
+    assert len(versions) == 1 and job_row(sessionmaker, job_id).attempts == 1
+    for entry in versions[0].files:
+        assert len(store.get_bytes(entry["key"])) == entry["bytes"]
+
+
+def test_training_error_fails_the_job_and_leaves_no_version_or_files(sessionmaker, store, team_and_corpus):
+    team, corpus = team_and_corpus
+    # Unigram cannot fit this alphabet in 10 tokens: the library refuses while training.
+    job_id = new_job(sessionmaker, team, corpus, {"algorithm": "unigram", "vocab_size": 10})
+    assert run_training_job(sessionmaker, store, job_id) == "failed"
+    job = job_row(sessionmaker, job_id)
+    assert job.status == "failed" and "vocabulary" in job.error and job.version is None
+    with sessionmaker() as session:
+        assert session.scalars(select(TokenizerVersion).where(TokenizerVersion.job_id == job_id)).all() == []
+    with pytest.raises(ObjectNotFound):
+        store.get_bytes(f"{job_prefix(job)}/tokenizer.json")
+
+
+def test_cancelled_job_is_not_run(sessionmaker, store, team_and_corpus):
+    team, corpus = team_and_corpus
+    job_id = new_job(sessionmaker, team, corpus)
+    with transaction(sessionmaker) as session:
+        cancel_job(session, team, job_id)
+    assert run_training_job(sessionmaker, store, job_id) == "skipped"
+    assert job_row(sessionmaker, job_id).status == "cancelled"
+
+
+def test_sweeper_resends_lost_jobs_and_fails_dead_ones(sessionmaker, store, team_and_corpus):
+    team, corpus = team_and_corpus
+    lost, dead = new_job(sessionmaker, team, corpus), new_job(sessionmaker, team, corpus)
+    assert claim_job(sessionmaker, dead)
+    old = utcnow() - timedelta(hours=1)
+    with transaction(sessionmaker) as session:
+        session.execute(update(TrainingJob).where(TrainingJob.id.in_([lost, dead])).values(updated_at=old))
+    resent: list[uuid.UUID] = []
+    result = sweep(sessionmaker, resent.append, queued_after=600, running_after=600)
+    assert lost in resent and result["failed"] >= 1
+    assert job_row(sessionmaker, dead).status == "failed" and job_row(sessionmaker, dead).error == WORKER_DIED
+    # Just re-sent: the next sweep leaves it alone.
+    again: list[uuid.UUID] = []
+    sweep(sessionmaker, again.append, queued_after=600, running_after=600)
+    assert lost not in again

@@ -1,0 +1,73 @@
+"""`tokenmill up`: the whole product on one machine with nothing but Python.
+
+SQLite file, a local folder store and kombu's filesystem transport, under one home folder;
+the API in this process and a real worker process beside it. The first start creates a
+local team, keeps its API key in `<home>/api-key` (mode 0600) and loads a small demo corpus.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tokenmill.db import make_engine, make_sessionmaker, transaction
+from tokenmill.ingest import CorpusFields, ingest_corpus
+from tokenmill.settings import get_settings
+from tokenmill.store import open_store, read_into
+from tokenmill.teams import create_team, team_by_name
+
+LOCAL_TEAM = "local"
+DEMO = Path(__file__).resolve().parent / "demo"
+DEMO_CORPORA = [
+    ("bible-eng_Latn.txt", CorpusFields(name="demo-bible-en", domain="religion", language="eng_Latn",
+                                        parallel_group="demo-bible")),
+    ("bible-spa_Latn.txt", CorpusFields(name="demo-bible-es", domain="religion", language="spa_Latn",
+                                        parallel_group="demo-bible")),
+]
+
+
+def embedded_environment(home: Path) -> dict[str, str]:
+    home = home.resolve()
+    return {
+        "TOKENMILL_DATABASE_URL": f"sqlite:///{home / 'tokenmill.db'}",
+        "TOKENMILL_BROKER_URL": f"filesystem://{home / 'broker'}",
+        "TOKENMILL_STORAGE_URL": f"file://{home / 'store'}",
+    }
+
+
+def first_start(home: Path) -> str:
+    """Create the local team and demo corpora if missing; return the team's API key."""
+    settings = get_settings()
+    factory = make_sessionmaker(make_engine(settings.database_url))
+    store = open_store(settings.storage_url)
+    key_file = home / "api-key"
+    with transaction(factory) as session:
+        team = team_by_name(session, LOCAL_TEAM)
+        if team is None:
+            team, key = create_team(session, LOCAL_TEAM)
+            key_file.write_text(key + "\n")
+            key_file.chmod(0o600)
+            for filename, fields in DEMO_CORPORA:
+                with (DEMO / filename).open("rb") as handle:
+                    ingest_corpus(session, store, team, fields, read_into(handle), settings.max_upload_bytes)
+    return key_file.read_text().strip()
+
+
+def up(home: Path, host: str, port: int) -> None:
+    """Migrate, seed, start a worker process and serve the API until interrupted."""
+    from tokenmill.cli import migrate, serve
+
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ.update(embedded_environment(home))
+    os.environ["TOKENMILL_API_URL"] = f"http://{host}:{port}"
+    get_settings.cache_clear()
+    migrate()
+    key = first_start(home)
+    worker = subprocess.Popen([sys.executable, "-m", "tokenmill", "worker"], env=dict(os.environ))
+    print(f"\nTokenmill is starting on http://{host}:{port}  (data in {home.resolve()})")
+    print(f"API key of team '{LOCAL_TEAM}' (also in {home / 'api-key'}):\n{key}\n", flush=True)
+    try:
+        serve(host, port)
+    finally:
+        worker.terminate()
+        worker.wait(30)

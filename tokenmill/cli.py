@@ -37,7 +37,10 @@ def worker(concurrency: int) -> None:
 def beat() -> None:
     from workers.app import app
 
-    app.start(["beat", "--loglevel=INFO"])
+    import tempfile
+
+    schedule = Path(tempfile.gettempdir()) / "tokenmill-beat-schedule"
+    app.start(["beat", "--loglevel=INFO", f"--schedule={schedule}"])
 
 
 def create_team(name: str) -> None:

@@ -4,6 +4,7 @@ It reads TOKENMILL_API_URL and TOKENMILL_API_KEY, or --url and --api-key.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -121,9 +122,13 @@ def download(args) -> int:
                 if response.is_error:
                     response.read()
                     _check(response)
+                digest = hashlib.sha256()
                 with (args.dir / entry["name"]).open("wb") as out:
                     for chunk in response.iter_bytes():
+                        digest.update(chunk)
                         out.write(chunk)
+            if digest.hexdigest() != entry["sha256"]:
+                sys.exit(f"{entry['name']}: sha256 mismatch; the download is corrupt, try again")
     print(f"downloaded {len(meta['files'])} files of {name} v{meta['version']} to {args.dir}")
     return 0
 

@@ -71,13 +71,22 @@ def bpe_files(tokenizer_json: str) -> dict[str, bytes]:
 
 
 def tiktoken_file(spec: TrainingSpec, tokenizer_json: str) -> tuple[dict[str, bytes], dict[str, Any]]:
-    """The .tiktoken rank file and what tiktoken needs besides it, when tiktoken can reproduce the model."""
+    """The .tiktoken rank file and what tiktoken needs besides it, when tiktoken can reproduce the model.
+
+    tiktoken has no normalizer and splits with one regex, so only byte-level BPE split by a
+    regex preset or a custom regex qualifies; the manifest says why a version has no rank file.
+    """
     if not spec.byte_level or spec.normalization != "none" or spec.lowercase or spec.split_digits:
-        return {}, {}
+        return {}, {"file": None, "reason": "tiktoken reproduces byte-level BPE without normalization only"}
+    if not spec.regex_pattern:
+        return {}, {"file": None, "reason": "tiktoken needs a pre-tokenization regex (pre_tokenizer gpt2, cl100k, o200k or a custom regex)"}
     from tokenmill.tiktoken_format import rank_file, tiktoken_ranks
 
-    ranks, specials = tiktoken_ranks(tokenizer_json)
-    info = {"file": TIKTOKEN_FILE, "pat_str": spec.regex_pattern or "", "special_tokens": specials}
+    try:
+        ranks, specials = tiktoken_ranks(tokenizer_json)
+    except ValueError as exc:
+        return {}, {"file": None, "reason": str(exc)}
+    info = {"file": TIKTOKEN_FILE, "pat_str": spec.regex_pattern, "special_tokens": specials}
     return {TIKTOKEN_FILE: rank_file(ranks)}, info
 
 

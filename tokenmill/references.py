@@ -2,7 +2,8 @@
 
 The rank files come from pinned PyPI distributions installed beside Tokenmill, never from
 the network: `bpe-openai==0.1.4` ships cl100k_base and o200k_base (gzipped) as package
-data, and `openai-whisper==20250625` ships GPT-2's r50k ranks as `whisper/assets/gpt2.tiktoken`.
+data, and `openai-whisper==20250625` ships GPT-2's r50k ranks as
+`whisper/assets/gpt2.tiktoken`.
 Whisper must be installed with `pip install --no-deps openai-whisper==20250625` (its
 dependencies are torch and friends) and must never be imported: the file is found through
 the distribution's metadata. Every file is checked against the sha256 tiktoken itself pins
@@ -29,7 +30,14 @@ from importlib import metadata
 from pathlib import Path
 
 import tiktoken
-from tiktoken_ext.openai_public import ENDOFPROMPT, ENDOFTEXT, FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX, r50k_pat_str
+from tiktoken_ext.openai_public import (
+    ENDOFPROMPT,
+    ENDOFTEXT,
+    FIM_MIDDLE,
+    FIM_PREFIX,
+    FIM_SUFFIX,
+    r50k_pat_str,
+)
 
 from tokenmill.tiktoken_format import parse_rank_file
 
@@ -39,7 +47,7 @@ REFERENCE_NAMES = ("gpt2", "cl100k_base", "o200k_base")
 
 # tiktoken_ext.openai_public only exposes r50k's pattern as a module constant; the other
 # two live inside its downloading constructors, so they are copied verbatim from
-# tiktoken 0.14.0 (tests/unit/test_references.py checks they still agree).
+# tiktoken 0.14.0, long lines and all (tests/unit/test_references.py checks they still agree).
 CL100K_PAT_STR = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 )
@@ -75,7 +83,7 @@ class _Reference:
     sha256: str  # of the uncompressed rank file, as pinned by tiktoken_ext.openai_public
     pat_str: str
     special_tokens: dict[str, int]
-    n_vocab: int | None  # checked by tiktoken; None where special ids leave gaps, as tiktoken does
+    n_vocab: int | None  # checked by tiktoken; None where special ids leave gaps, as in tiktoken
 
 
 _BPE_OPENAI = "pip install bpe-openai==0.1.4"
@@ -95,7 +103,13 @@ _REFERENCES = {
         path="bpe_openai/data/cl100k_base.tiktoken.gz",
         sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
         pat_str=CL100K_PAT_STR,
-        special_tokens={ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260, ENDOFPROMPT: 100276},
+        special_tokens={
+            ENDOFTEXT: 100257,
+            FIM_PREFIX: 100258,
+            FIM_MIDDLE: 100259,
+            FIM_SUFFIX: 100260,
+            ENDOFPROMPT: 100276,
+        },
         n_vocab=None,
     ),
     "o200k_base": _Reference(
@@ -114,7 +128,8 @@ def _reference(name: str) -> _Reference:
     try:
         return _REFERENCES[name]
     except KeyError:
-        raise ValueError(f"unknown reference tokenizer {name!r}; valid names: {', '.join(REFERENCE_NAMES)}") from None
+        valid = ", ".join(REFERENCE_NAMES)
+        raise ValueError(f"unknown reference tokenizer {name!r}; valid names: {valid}") from None
 
 
 def _read_verified(ref: _Reference) -> bytes:
@@ -125,11 +140,14 @@ def _read_verified(ref: _Reference) -> bytes:
         path = Path(metadata.distribution(ref.distribution).locate_file(ref.path))
         raw = path.read_bytes()
     except (metadata.PackageNotFoundError, FileNotFoundError) as exc:
-        raise ReferenceFileError(f"{ref.path} from {ref.distribution} is not installed; run `{ref.install}`") from exc
+        missing = f"{ref.path} from {ref.distribution} is not installed; run `{ref.install}`"
+        raise ReferenceFileError(missing) from exc
     data = gzip.decompress(raw) if ref.path.endswith(".gz") else raw
     digest = hashlib.sha256(data).hexdigest()
     if digest != ref.sha256:
-        raise ReferenceFileError(f"{path} has sha256 {digest}, expected {ref.sha256}; reinstall with `{ref.install}`")
+        raise ReferenceFileError(
+            f"{path} has sha256 {digest}, expected {ref.sha256}; reinstall it with `{ref.install}`"
+        )
     return data
 
 
@@ -147,5 +165,5 @@ def load_reference(name: str) -> tiktoken.Encoding:
 
 
 def reference_sha256(name: str) -> str:
-    """The pinned sha256 of a reference's uncompressed rank file (what load_reference checks)."""
+    """The pinned sha256 of a reference's uncompressed rank file, which load_reference checks."""
     return _reference(name).sha256

@@ -54,8 +54,8 @@ def celery_broker(settings: Settings) -> tuple[str, dict]:
     if url.startswith("filesystem://"):
         folder = Path(url.removeprefix("filesystem://") or DEFAULT_HOME / "broker")
         (folder / "queue").mkdir(parents=True, exist_ok=True)
-        (folder / "processed").mkdir(parents=True, exist_ok=True)
+        (folder / "control").mkdir(parents=True, exist_ok=True)
         queue = str(folder / "queue")
         return "filesystem://", {"data_folder_in": queue, "data_folder_out": queue,
-                                 "processed_folder": str(folder / "processed"), "store_processed": False}
+                                 "control_folder": str(folder / "control"), "store_processed": False}
     return url, {"visibility_timeout": settings.visibility_timeout}

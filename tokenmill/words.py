@@ -8,9 +8,10 @@ Three refinements keep the per-character rule honest, all decided here once:
 
 - a "character" is a base character with the combining marks that follow it, so the
   Thai "ที่" (a consonant and two marks) is one word, not three;
-- a character is of a no-space script if its Unicode Script is one, or if it is shared
-  by CJK scripts only (Script_Extensions, Latin excluded): the prolonged sound mark "ー"
-  and "〆" count, CJK punctuation ("。", "「") and the modifier apostrophe "ʼ" do not;
+- a character is of a no-space script if it is a letter, mark or digit whose Unicode
+  Script is one of them, or whose Script_Extensions name one and not Latin: the
+  prolonged sound mark "ー" and "〆" count; CJK punctuation ("。", "「"), the modifier
+  apostrophe "ʼ" and the combining tilde of a decomposed "ñ" do not;
 - punctuation and symbols touching a no-space character join its word instead of making
   one, as the full stop in "city." does: "東京。" is two words, like "Tokyo." is one.
 
@@ -22,6 +23,8 @@ sequences), and normalisation; callers pass the text exactly as it is encoded.
 from __future__ import annotations
 
 import re
+
+import numpy as np
 
 #: Scripts written without spaces between words. Bopomofo annotates Chinese and Yi is
 #: written like it, so both are in; Hangul is not, Korean separates words. Rarer
@@ -45,8 +48,8 @@ PER_CHARACTER = "whitespace+per-character"
 
 # Letters, marks and digits of NO_SPACE_SCRIPTS as inclusive code point ranges, Unicode 17
 # (the `regex` package's \p{Script}/\p{Script_Extensions}); gaps of unassigned code points
-# are bridged so the table stays short. A test checks it against `regex`, and a stdlib
-# character class built from it scans ~10x faster than the equivalent \p{...} pattern.
+# are bridged so the table stays short. A test checks it against `regex`; a stdlib `re`
+# character class built from it scans several times faster than the \p{...} pattern.
 NO_SPACE_RANGES: tuple[tuple[int, int], ...] = (
     (0x00E01, 0x00E3A), (0x00E40, 0x00E4E), (0x00E50, 0x00E59), (0x00E81, 0x00F00),
     (0x00F18, 0x00F19), (0x00F20, 0x00F33), (0x00F35, 0x00F35), (0x00F37, 0x00F37),
@@ -61,13 +64,17 @@ NO_SPACE_RANGES: tuple[tuple[int, int], ...] = (
     (0x1AFF0, 0x1B168), (0x1D360, 0x1D371), (0x20000, 0x33479),
 )
 
-_SPACE = r"\s\x1c-\x1f"  # str.split() also cuts on U+001C-U+001F, which \s misses
+_SPACE = r"\s"  # for `re`, exactly the characters str.split() cuts on
 _NO_SPACE = "".join(f"\\U{first:08x}-\\U{last:08x}" for first, last in NO_SPACE_RANGES)
 # What clings to a no-space character: anything visible that is not a letter or digit.
 # Combining marks are not \w either, so they cling too, which keeps "ที่" in one word.
 # (Characters newer than Python 3.11's Unicode 14, e.g. CJK Extension I, are not \w
 # for `re` either: after another no-space character they cling instead of counting.)
 _CLINGING = rf"(?:[^\w{_SPACE}]|_)"
+
+# What str.split() cuts on, as a lookup table; U+3000 is the last whitespace code point
+# and the extra False entry stands for every code point above it.
+_SPACE_TABLE = np.array([chr(c).isspace() for c in range(0x3001)] + [False])
 
 _NO_SPACE_CHAR = re.compile(f"[{_NO_SPACE}]")
 _WHITESPACE_WORD = re.compile(f"[^{_SPACE}]+")
@@ -81,17 +88,22 @@ _WORD = re.compile(
 )
 
 
-def scan_words(text: str) -> tuple[list[tuple[int, int]], bool]:
-    """Return the word spans of `text` and whether it has a no-space-script character."""
-    # Most lines have no no-space character, and the plain whitespace scan is 2x faster.
-    has_no_space = _NO_SPACE_CHAR.search(text) is not None
-    pattern = _WORD if has_no_space else _WHITESPACE_WORD
-    return [match.span() for match in pattern.finditer(text)], has_no_space
-
-
 def word_spans(text: str) -> list[tuple[int, int]]:
     """Return the [start, end) character spans of the words of `text`, in order."""
-    return scan_words(text)[0]
+    # Most lines have no no-space character, and the plain whitespace scan is 2x faster.
+    pattern = _WORD if _NO_SPACE_CHAR.search(text) else _WHITESPACE_WORD
+    return [match.span() for match in pattern.finditer(text)]
+
+
+def whitespace_word_spans(text: str) -> np.ndarray:
+    """Return the (n, 2) [start, end) spans of `text`'s whitespace words, scanned in numpy."""
+    # The whitespace rule alone, vectorised for batches of lines that word_spans would
+    # walk word by word in Python; callers apply the per-character rule where it is due.
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    # Padded with a space on both sides, edges alternate: word start, word end, ...
+    space = np.ones(len(codes) + 2, dtype=bool)
+    space[1:-1] = _SPACE_TABLE[np.minimum(codes, len(_SPACE_TABLE) - 1)]
+    return np.flatnonzero(space[1:] != space[:-1]).reshape(-1, 2)
 
 
 def count_words(text: str) -> int:

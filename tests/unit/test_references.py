@@ -13,7 +13,13 @@ import tiktoken_ext.openai_public as openai_public
 from tokenizers import Regex, pre_tokenizers
 
 from tokenmill import references
-from tokenmill.references import PATTERNS, REFERENCE_NAMES, ReferenceFileError, load_reference, reference_sha256
+from tokenmill.references import (
+    PATTERNS,
+    REFERENCE_NAMES,
+    ReferenceFileError,
+    load_reference,
+    reference_sha256,
+)
 
 CORPORA = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpora"
 
@@ -29,6 +35,8 @@ VARIED_TEXT = (
     "\u00a0non-breaking\u3000ideographic\u200bzero-width\x1cfile-sep\u0085nel\r\nwindows\r\n   \n"
     "Ελληνικά, русский текст, עברית, العربية, हिन्दी, ไทย   trailing   "
 )
+SAMPLES = ("code/python.txt", "fortunes/rus_Cyrl.txt", "debian_reference/jpn_Jpan.txt", "math_tex/eng_Latn.txt")
+# Our names (references and training presets) → tiktoken_ext.openai_public constructor names.
 TIKTOKEN_NAMES = {"gpt2": "r50k_base", "cl100k": "cl100k_base", "o200k": "o200k_base"}
 
 
@@ -55,16 +63,31 @@ def test_gpt2_is_read_without_importing_whisper():
     assert "whisper" not in sys.modules
 
 
-@pytest.mark.parametrize("name", REFERENCE_NAMES)
-def test_matches_tiktoken_definition(name, monkeypatch):
-    # tiktoken's constructors download the ranks; stub that out to read their patterns and specials.
+@pytest.fixture
+def tiktoken_definition(monkeypatch):
+    """tiktoken's own definition of an encoding, minus the ranks its constructor would download."""
     monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: {})
-    definition = openai_public.ENCODING_CONSTRUCTORS["r50k_base" if name == "gpt2" else name]()
+    return lambda name: openai_public.ENCODING_CONSTRUCTORS[TIKTOKEN_NAMES.get(name, name)]()
+
+
+@pytest.mark.parametrize("name", REFERENCE_NAMES)
+def test_matches_tiktoken_definition(name, tiktoken_definition):
+    definition = tiktoken_definition(name)
     enc = load_reference(name)
-    assert enc._pat_str == definition["pat_str"]  # tiktoken exposes no public getter for it
-    assert enc._special_tokens == definition["special_tokens"]
+    specials = {token: enc.encode_single_token(token) for token in enc.special_tokens_set}
+    assert specials == definition["special_tokens"]
     assert enc.n_vocab == {"gpt2": 50257, "cl100k_base": 100277, "o200k_base": 200019}[name]
     assert enc.decode(enc.encode(VARIED_TEXT)) == VARIED_TEXT
+    # The encoding splits as tiktoken's pattern does: encoding the pieces one by one gives
+    # what the encoding gives for the whole text (this also vouches for the `regex` module
+    # standing in for tiktoken's regex engine in the split tests below).
+    pieces = regex.findall(definition["pat_str"], VARIED_TEXT)
+    assert [i for piece in pieces for i in enc.encode_ordinary(piece)] == enc.encode_ordinary(VARIED_TEXT)
+
+
+def test_copied_patterns_are_tiktokens(tiktoken_definition):
+    assert references.CL100K_PAT_STR == tiktoken_definition("cl100k_base")["pat_str"]
+    assert references.O200K_PAT_STR == tiktoken_definition("o200k_base")["pat_str"]
 
 
 def test_sha256_mismatch_fails_loudly(monkeypatch, fresh_cache):
@@ -89,25 +112,27 @@ def test_unknown_name_lists_valid_names():
 
 
 def test_reference_sha256_is_the_pinned_hash():
-    assert reference_sha256("cl100k_base") == "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+    pinned = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+    assert reference_sha256("cl100k_base") == pinned
 
 
 def _texts() -> list[str]:
     texts = [VARIED_TEXT]
-    for relative in ("code/python.txt", "fortunes/rus_Cyrl.txt", "debian_reference/jpn_Jpan.txt", "math_tex/eng_Latn.txt"):
+    for relative in SAMPLES:
         with (CORPORA / relative).open(encoding="utf-8") as handle:
             texts.append("".join(itertools.islice(handle, 300)))
     return texts
 
 
 @pytest.mark.parametrize("preset", PATTERNS)
-def test_oniguruma_split_matches_tiktoken_split(preset):
-    tiktoken_pattern = load_reference(TIKTOKEN_NAMES[preset].replace("r50k_base", "gpt2"))._pat_str
+def test_oniguruma_split_matches_tiktoken_split(preset, tiktoken_definition):
+    tiktoken_pattern = tiktoken_definition(preset)["pat_str"]
     split = pre_tokenizers.Split(Regex(PATTERNS[preset]), behavior="isolated")
     for text in _texts():
         expected = regex.findall(tiktoken_pattern, text)
         assert [piece for piece, _ in split.pre_tokenize_str(text)] == expected
-        assert regex.findall(PATTERNS[preset], text) == expected  # the adapted pattern is also fine for tiktoken
+        # The adapted pattern also reads the same in tiktoken's engine.
+        assert regex.findall(PATTERNS[preset], text) == expected
 
 
 def test_tiktoken_pattern_does_not_work_unchanged_in_oniguruma():
@@ -115,12 +140,3 @@ def test_tiktoken_pattern_does_not_work_unchanged_in_oniguruma():
     split = pre_tokenizers.Split(Regex(references.CL100K_PAT_STR), behavior="isolated")
     assert [piece for piece, _ in split.pre_tokenize_str("1234567")] == ["1234567"]
     assert regex.findall(references.CL100K_PAT_STR, "1234567") == ["123", "456", "7"]
-
-
-@pytest.mark.parametrize("name", REFERENCE_NAMES)
-def test_regex_module_splits_like_tiktoken(name):
-    # The `regex` module stands in for tiktoken's engine above; check that with tiktoken:
-    # encoding piece by piece must give what tiktoken gives for the whole text.
-    enc = load_reference(name)
-    pieces = regex.findall(enc._pat_str, VARIED_TEXT)
-    assert [i for piece in pieces for i in enc.encode_ordinary(piece)] == enc.encode_ordinary(VARIED_TEXT)

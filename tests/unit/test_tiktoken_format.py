@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ FLORES = CORPORA / "parallel_flores200_dev"
 LANGUAGES = ("eng_Latn", "spa_Latn", "deu_Latn", "rus_Cyrl", "ell_Grek", "arb_Arab", "heb_Hebr", "hin_Deva",
              "tam_Taml", "tha_Thai", "zho_Hans", "jpn_Jpan", "kor_Hang", "amh_Ethi", "vie_Latn", "yor_Latn")
 SPECIALS = ["<|endoftext|>", "<|pad|>", "<|user|>"]
+BYTE_LEVEL = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
 
 
 def lines(path: Path, count: int, skip: int = 0) -> list[str]:
@@ -26,12 +28,8 @@ def lines(path: Path, count: int, skip: int = 0) -> list[str]:
 def train(texts: list[str], vocab_size: int, pattern: str) -> Tokenizer:
     """Train the way the service does: Split(pattern) + ByteLevel, full byte alphabet, specials first."""
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
-    )
+    split = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
+    tok.pre_tokenizer = pre_tokenizers.Sequence([split, BYTE_LEVEL])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -67,7 +65,9 @@ def held_out_lines() -> list[str]:
     return texts
 
 
-@pytest.fixture(scope="module", params=[(2000, "gpt2"), (8000, "cl100k"), (8000, "o200k")], ids=lambda p: f"{p[1]}-{p[0]}")
+@pytest.fixture(
+    scope="module", params=[(2000, "gpt2"), (8000, "cl100k"), (8000, "o200k")], ids=lambda p: f"{p[1]}-{p[0]}"
+)
 def trained(request, training_lines) -> tuple[Tokenizer, str]:
     vocab_size, preset = request.param
     return train(training_lines, vocab_size, PATTERNS[preset]), PATTERNS[preset]
@@ -123,8 +123,16 @@ def test_rank_file_round_trips(trained):
 def test_rank_file_reproduces_a_published_file_byte_for_byte():
     from importlib import metadata
 
-    published = Path(metadata.distribution("openai-whisper").locate_file("whisper/assets/gpt2.tiktoken")).read_bytes()
+    whisper = metadata.distribution("openai-whisper")
+    published = Path(whisper.locate_file("whisper/assets/gpt2.tiktoken")).read_bytes()
     assert rank_file(parse_rank_file(published)) == published
+
+
+@pytest.mark.parametrize("pattern", ["", r"\s*|\S+", r"x|(?=a)"])
+def test_encoding_refuses_a_pattern_with_empty_matches(pattern):
+    ranks = {bytes([b]): b for b in range(256)}
+    with pytest.raises(ValueError, match="empty string"):
+        encoding("bad", ranks, {}, pattern)
 
 
 def test_parse_rank_file_names_a_bad_line():
@@ -143,7 +151,7 @@ def small_byte_level(training_lines) -> Tokenizer:
         ("normalizer", normalizers.NFC(), "normalizer"),
         ("pre_tokenizer", pre_tokenizers.Whitespace(), "not byte-level"),
         ("pre_tokenizer", pre_tokenizers.ByteLevel(add_prefix_space=True), "prefix space"),
-        ("pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Digits(), pre_tokenizers.ByteLevel(add_prefix_space=False)]), "Digits"),
+        ("pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Digits(), BYTE_LEVEL]), "Digits"),
     ],
     ids=["normalizer", "whitespace", "prefix-space", "digits"],
 )
@@ -154,10 +162,19 @@ def test_refuses_what_tiktoken_cannot_reproduce(small_byte_level, part, value, r
         tiktoken_ranks(tok.to_str())
 
 
+def test_refuses_merges_out_of_id_order(small_byte_level):
+    data = json.loads(small_byte_level.to_str())
+    merges = data["model"]["merges"]
+    merges[10], merges[20] = merges[20], merges[10]
+    with pytest.raises(ValueError, match=r"merge 11 .* tiktoken would reorder it"):
+        tiktoken_ranks(json.dumps(data))
+
+
 def test_refuses_a_character_level_bpe(training_lines):
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.train_from_iterator(training_lines[:300], trainer=trainers.BpeTrainer(vocab_size=300, show_progress=False))
+    trainer = trainers.BpeTrainer(vocab_size=300, show_progress=False)
+    tok.train_from_iterator(training_lines[:300], trainer=trainer)
     with pytest.raises(ValueError, match="not byte-level"):
         tiktoken_ranks(tok.to_str())
 
@@ -165,6 +182,7 @@ def test_refuses_a_character_level_bpe(training_lines):
 def test_refuses_a_non_bpe_model(training_lines):
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.train_from_iterator(training_lines[:300], trainer=trainers.WordPieceTrainer(vocab_size=300, show_progress=False))
+    trainer = trainers.WordPieceTrainer(vocab_size=300, show_progress=False)
+    tok.train_from_iterator(training_lines[:300], trainer=trainer)
     with pytest.raises(ValueError, match="not BPE"):
         tiktoken_ranks(tok.to_str())

@@ -6,7 +6,7 @@ from fastapi import FastAPI
 
 from service import problems
 from service.queue import Queue
-from service.routes import corpora, health, jobs, tokenizers
+from service.routes import corpora, evaluations, health, jobs, tokenizers
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.settings import Settings, get_settings
 from tokenmill.store import open_store
@@ -30,6 +30,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="Tokenmill", version="0.1.0", lifespan=lifespan,
                   description="Train, version and evaluate tokenizers.")
     problems.install(app)
-    for module in (health, corpora, jobs, tokenizers):
+    for module in (health, corpora, jobs, tokenizers, evaluations):
         app.include_router(module.router)
     return app

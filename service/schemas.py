@@ -89,3 +89,16 @@ class TokenizerOut(BaseModel):
     latest: int
     versions: int
     updated_at: datetime
+
+
+class EvaluationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tokenizer: str | None = None
+    version: int | str | None = None
+    reference: str | None = None
+    corpora: list[str] | None = None
+
+
+class EncodeIn(BaseModel):
+    text: str

@@ -21,7 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
 from tokenmill.errors import TokenmillError
-from tokenmill.models import Corpus, TrainingJob, TokenizerVersion
+from tokenmill.evaluation import evaluate_references, evaluate_version
+from tokenmill.models import Corpus, Evaluation, TokenizerVersion, TrainingJob
 from tokenmill.progress import JobCancelled, PeakMemory, Reporter
 from tokenmill.spec import TrainingSpec
 from tokenmill.store import ObjectStore
@@ -75,13 +76,11 @@ def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id:
         return "skipped"
     with factory() as session:
         job = session.get_one(TrainingJob, job_id)
-        ids = [uuid.UUID(i) for i in job.train_corpus_ids]
-        corpora = list(session.scalars(select(Corpus).where(Corpus.id.in_(ids))))
-    corpora.sort(key=lambda c: ids.index(c.id))
+    corpora = _corpora(factory, job.train_corpus_ids)
     prefix = job_prefix(job)
     report = Reporter(factory, job_id)
     try:
-        if len(corpora) != len(ids):
+        if len(corpora) != len(job.train_corpus_ids):
             raise TokenmillError("a training corpus was deleted after the job was submitted")
         spec = TrainingSpec.model_validate(job.spec)
         info = lineage(spec, corpora, job_id)
@@ -91,10 +90,13 @@ def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id:
         seconds = time.monotonic() - started
         for name, data in trained.files.items():
             store.put_bytes(f"{prefix}/{name}", data)
+        report("evaluating", 0.85, force=True)
+        targets = _corpora(factory, job.eval_corpus_ids)
+        results = evaluate_version(store, job.tokenizer, trained.files, targets,
+                                   lambda done: report("evaluating", 0.85 + 0.1 * done))
         report("registering", 0.95, force=True)
-        number = _register(factory, job, spec, trained, info, prefix, seconds, memory.peak)
+        number = _register(factory, job, spec, trained, info, prefix, seconds, memory.peak, results)
         log.info("job %s produced %s v%s", job_id, job.tokenizer, number)
-        return "succeeded"
     except JobCancelled:
         store.delete_prefix(prefix)
         return "cancelled"
@@ -109,6 +111,26 @@ def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id:
         store.delete_prefix(prefix)
         _fail(factory, job_id, describe(exc))
         return "failed"
+    _reference_baselines(factory, store, job.team_id, job.eval_corpus_ids)
+    return "succeeded"
+
+
+def _corpora(factory: sessionmaker[Session], ids: list[str]) -> list[Corpus]:
+    # Corpora deleted since the job was submitted are skipped, in the order the job lists them.
+    wanted = [uuid.UUID(i) for i in ids]
+    with factory() as session:
+        rows = {c.id: c for c in session.scalars(select(Corpus).where(Corpus.id.in_(wanted)))}
+    return [rows[i] for i in wanted if i in rows]
+
+
+def _reference_baselines(factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.UUID, ids: list[str]) -> None:
+    # GPT-2, cl100k and o200k on the same corpora, once per corpus; a failure here costs the
+    # dashboard its baselines for a while, never the version.
+    try:
+        with transaction(factory) as session:
+            evaluate_references(session, store, team_id, _corpora(factory, ids))
+    except Exception:
+        log.exception("reference evaluations failed for team %s", team_id)
 
 
 def describe(exc: BaseException) -> str:
@@ -121,7 +143,7 @@ def describe(exc: BaseException) -> str:
     return f"training failed: {text}"
 
 
-def _register(factory, job, spec, trained: TrainedFiles, info, prefix, seconds, peak) -> int:
+def _register(factory, job, spec, trained: TrainedFiles, info, prefix, seconds, peak, results) -> int:
     # One transaction: the version, its evaluations and the job's success, or none of them.
     for _ in range(5):
         try:
@@ -139,6 +161,10 @@ def _register(factory, job, spec, trained: TrainedFiles, info, prefix, seconds, 
                 )
                 session.add(version)
                 session.flush()
+                alive = set(session.scalars(select(Corpus.id).where(Corpus.id.in_([c.id for c, _ in results]))))
+                session.add_all(Evaluation(team_id=job.team_id, version_id=version.id, corpus_id=corpus.id,
+                                           word_rule=str(metrics["word_rule"]), metrics=metrics)
+                                for corpus, metrics in results if corpus.id in alive)
                 current.status, current.stage, current.progress = "succeeded", "done", 1.0
                 current.version, current.finished_at, current.updated_at = number, utcnow(), utcnow()
             return number

@@ -20,6 +20,8 @@ REGEX_PRESETS = ("gpt2", "cl100k", "o200k")
 BYTE_ALPHABET = 256
 MAX_VOCAB = 1_000_000
 SENTENCEPIECE_NORMALIZATIONS = ("none", "nfkc")
+REGEX_PROBE_SECONDS = 1.0
+REGEX_PROBES = ("a" * 3000 + "!", " " * 3000 + "x", "1" * 3000 + "a", ("ab " * 1000) + "\n\u00e9")
 
 
 class TrainingSpec(BaseModel):
@@ -40,6 +42,7 @@ class TrainingSpec(BaseModel):
     special_tokens: list[str] | None = None
     min_frequency: int = Field(2, ge=0)
     max_token_length: int | None = Field(None, ge=1, le=1024)
+    end_of_word_suffix: str | None = Field(None, min_length=1, max_length=10)
     character_coverage: float = Field(0.9995, gt=0, le=1)
     max_sentences: int | None = Field(None, ge=1)
     seed: int = Field(0, ge=0, le=2**31 - 1)
@@ -121,6 +124,9 @@ def _check_combination(spec: TrainingSpec) -> None:
         _refuse("byte_fallback", "wordpiece has no byte fallback; it maps unknown words to [UNK]")
     if spec.pre_tokenizer_regex and spec.pre_tokenizer in ("whitespace", "metaspace"):
         _refuse("pre_tokenizer_regex", "a custom regex replaces the preset: set pre_tokenizer to 'none' or a regex preset")
+    if spec.end_of_word_suffix and (spec.algorithm != "bpe" or spec.library != "tokenizers" or spec.byte_level
+                                    or spec.pre_tokenizer != "whitespace"):
+        _refuse("end_of_word_suffix", "applies to character-level bpe on tokenizers with the whitespace pre_tokenizer")
     if spec.pre_tokenizer_regex:
         _check_regex(spec.pre_tokenizer_regex)
     _check_special_tokens(spec.special_tokens or [])
@@ -140,6 +146,14 @@ def _check_regex(pattern: str) -> None:
         _refuse("pre_tokenizer_regex", f"the tokenizers regex engine (Oniguruma) refuses it: {exc}")
     if regex.fullmatch(pattern, ""):
         _refuse("pre_tokenizer_regex", "matches the empty string, which would split nothing")
+    # Try it on text built to trigger catastrophic backtracking; the worker's time limit is
+    # the backstop for patterns this probe does not catch.
+    try:
+        for probe in REGEX_PROBES:
+            regex.findall(pattern, probe, timeout=REGEX_PROBE_SECONDS)
+    except TimeoutError:
+        _refuse("pre_tokenizer_regex", f"takes over {REGEX_PROBE_SECONDS}s on a {len(probe)}-character probe text "
+                "(catastrophic backtracking?)")
 
 
 def _check_special_tokens(tokens: list[str]) -> None:

@@ -31,12 +31,16 @@ _ZIPF_FIT_POINTS = 1000
 
 
 def _head_lines(lines: int) -> int:
-    """Return how many lines make the first nine tenths of `lines` (the last tenth rounds down)."""
+    """Return how many lines make the first nine tenths; the last tenth rounds down."""
     return lines - lines // 10
 
 
 class CorpusStatistics:
-    """Streaming word statistics of one corpus; `add` each line (document) in order."""
+    """Streaming word statistics of one corpus; `add` each line (document) in order.
+
+    With `total_lines`, the OOV split is fixed up front and `result` refuses to run
+    before exactly that many lines were added; without it, any prefix can be measured.
+    """
 
     def __init__(self, total_lines: int | None = None) -> None:
         # Insertion order is first appearance, so "words first seen after line n" are the
@@ -94,9 +98,9 @@ class CorpusStatistics:
         heaps = _fit_loglog(self.heaps_points(max_points=None))
         return {
             "distinct_words": distinct,
-            "hapax_share": int(np.count_nonzero(frequencies == 1)) / distinct if distinct else 0.0,
+            "hapax_share": _share(int(np.count_nonzero(frequencies == 1)), distinct),
             # Frequency falls with rank: the slope is negative, the exponent its opposite.
-            "zipf_exponent": -zipf[0] if zipf else 0.0,
+            "zipf_exponent": 0.0 - zipf[0] if zipf else 0.0,
             "heaps_k": float(np.exp(heaps[1])) if heaps else 0.0,
             "heaps_beta": heaps[0] if heaps else 0.0,
             "oov_rate": self._oov_rate(),
@@ -114,13 +118,10 @@ class CorpusStatistics:
             index = _head_lines(self._lines) - self._base
             head_words = self._words_after[index]
             head_distinct = self._distinct_after[index]
-        tail_words = self._words - head_words
-        if not tail_words:
-            return 0.0
         # A word first seen in the tail has all its occurrences there: its whole count is
         # out of vocabulary, and those words are exactly the entries past head_distinct.
         oov = sum(itertools.islice(self._counts.values(), head_distinct, None))
-        return oov / tail_words
+        return _share(oov, self._words - head_words)
 
     def zipf_points(self, max_points: int | None = 200) -> list[tuple[int, int]]:
         """Return (rank, frequency) pairs at log-spaced ranks, for a log-log plot."""
@@ -135,11 +136,16 @@ class CorpusStatistics:
         """Return (words read, distinct words) pairs, geometrically spaced, for a log-log plot."""
         points = list(self._heaps)
         if points and points[-1][0] < self._words:
-            points.append((self._words, len(self._counts)))  # the curve ends where the corpus does
+            points.append((self._words, len(self._counts)))  # end where the corpus ends
         # The samples are already geometric in words read, so thinning them evenly by index
         # keeps them geometric.
         keep = _log_spaced(len(points), max_points, linear=True)
         return [points[i - 1] for i in keep]
+
+
+def _share(part: int, whole: int) -> float:
+    """Return part / whole, or 0.0 for an empty whole."""
+    return part / whole if whole else 0.0
 
 
 def _points_at(frequencies: np.ndarray, max_points: int | None) -> list[tuple[int, int]]:

@@ -74,6 +74,8 @@ def _decoder(spec: TrainingSpec) -> decoders.Decoder:
         steps.append(decoders.ByteFallback())
     if spec.algorithm == "wordpiece":
         steps.append(decoders.WordPiece(prefix=WORDPIECE_PREFIX))
+    elif spec.end_of_word_suffix:
+        steps.append(decoders.BPEDecoder(suffix=spec.end_of_word_suffix))
     else:
         steps.append(decoders.Fuse())
         if spec.pre_tokenizer == "metaspace":
@@ -85,9 +87,13 @@ def _model_and_trainer(spec: TrainingSpec) -> tuple[models.Model, trainers.Train
     tokens = trainer_tokens(spec)
     unk = unk_token(spec)
     if spec.algorithm == "bpe":
-        model = models.BPE(unk_token=unk, byte_fallback=spec.byte_fallback)
+        suffix = {"end_of_word_suffix": spec.end_of_word_suffix} if spec.end_of_word_suffix else {}
+        model = models.BPE(unk_token=unk, byte_fallback=spec.byte_fallback, **suffix)
         alphabet = pre_tokenizers.ByteLevel.alphabet() if spec.byte_level else []
-        options = {"max_token_length": spec.max_token_length} if spec.max_token_length else {}
+        options: dict = {"max_token_length": spec.max_token_length, **suffix} if spec.max_token_length else dict(suffix)
+        if spec.byte_fallback:
+            # Rare characters fall back to bytes; keep room in the vocabulary for merges.
+            options["limit_alphabet"] = max((spec.vocab_size - len(tokens)) // 2, 1)
         trainer = trainers.BpeTrainer(
             vocab_size=spec.vocab_size, min_frequency=spec.min_frequency, special_tokens=tokens,
             initial_alphabet=alphabet, show_progress=False, **options,

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 from tokenmill.errors import NotFound
 from tokenmill.models import Team, TokenizerVersion
 from tokenmill.pagination import Page, paginate
+from tokenmill.store import ObjectStore
 
 
 def next_version_number(session: Session, team_id: uuid.UUID, name: str) -> int:
@@ -73,3 +74,8 @@ def version_file(version: TokenizerVersion, filename: str) -> dict[str, Any]:
         if entry["name"] == filename:
             return entry
     raise NotFound(f"version {version.version} of {version.name!r} has no file {filename!r}")
+
+
+def version_files(store: ObjectStore, version: TokenizerVersion) -> dict[str, bytes]:
+    """Every file of a version, read from the store."""
+    return {entry["name"]: store.get_bytes(entry["key"]) for entry in version.files}

@@ -5,6 +5,7 @@ from functools import lru_cache
 
 from workers.app import app
 from tokenmill.db import make_engine, make_sessionmaker
+from tokenmill.evaluation_runs import run_evaluation
 from tokenmill.pipeline import TransientError, run_training_job
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
@@ -25,6 +26,12 @@ def train(self, job_id: str) -> str:
         return run_training_job(factory, store, uuid.UUID(job_id), get_settings().job_max_attempts)
     except TransientError as exc:
         raise self.retry(exc=exc, countdown=10 * (self.request.retries + 1))
+
+
+@app.task(name="tokenmill.evaluate", ignore_result=True)
+def evaluate(run_id: str) -> str:
+    factory, store = resources()
+    return run_evaluation(factory, store, uuid.UUID(run_id))
 
 
 @app.task(name="tokenmill.sweep", ignore_result=True)

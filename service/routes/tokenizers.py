@@ -7,7 +7,9 @@ from fastapi import APIRouter
 from fastapi.responses import Response, StreamingResponse
 
 from service.deps import PageDep, SessionDep, StoreDep, TeamDep
-from service.schemas import Listing, TokenizerOut, VersionOut
+from service.schemas import EncodeIn, Listing, TokenizerOut, VersionOut
+from tokenmill.playground import encode_with_version
+from tokenmill.reports import version_evaluations
 from tokenmill.versions import get_version, list_names, list_versions, version_file
 
 router = APIRouter(prefix="/v1/tokenizers", tags=["tokenizers"])
@@ -59,3 +61,14 @@ def download_file(session: SessionDep, store: StoreDep, team: TeamDep, name: str
     }
     return StreamingResponse(store.iter_chunks(entry["key"]), media_type=MEDIA_TYPES.get(suffix, "application/octet-stream"),
                              headers=headers)
+
+
+@router.get("/{name}/versions/{version}/evaluations")
+def read_evaluations(session: SessionDep, team: TeamDep, name: str, version: str):
+    row = get_version(session, team, name, version)
+    return {"name": row.name, "version": row.version, "items": version_evaluations(session, team, row)}
+
+
+@router.post("/{name}/versions/{version}/encode")
+def encode(body: EncodeIn, session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str):
+    return encode_with_version(store, get_version(session, team, name, version), body.text)

@@ -1,0 +1,37 @@
+"""/v1/evaluations (queued like training), the fertility matrix, and reference playground encoding."""
+
+import uuid
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from service.deps import QueueDep, SessionDep, TeamDep
+from service.schemas import EncodeIn, EvaluationIn
+from tokenmill.evaluation_runs import get_run, run_out, submit_run
+from tokenmill.playground import encode_with_reference
+from tokenmill.reports import fertility_matrix
+
+router = APIRouter(prefix="/v1", tags=["evaluations"])
+
+
+@router.post("/evaluations", status_code=202)
+def create_evaluation(body: EvaluationIn, session: SessionDep, queue: QueueDep, team: TeamDep):
+    run = submit_run(session, team, body.tokenizer, body.version, body.reference, body.corpora)
+    session.commit()
+    queue.send_evaluation(run.id)
+    return JSONResponse(run_out(session, team, run), status_code=202)
+
+
+@router.get("/evaluations/{run_id}")
+def read_evaluation(session: SessionDep, team: TeamDep, run_id: uuid.UUID):
+    return run_out(session, team, get_run(session, team, run_id))
+
+
+@router.get("/dashboard/fertility")
+def dashboard_fertility(session: SessionDep, team: TeamDep, tokenizer: str | None = None):
+    return fertility_matrix(session, team, tokenizer)
+
+
+@router.post("/references/{name}/encode")
+def encode_reference(body: EncodeIn, team: TeamDep, name: str):
+    return encode_with_reference(name, body.text)

@@ -1,0 +1,153 @@
+"""Measuring tokenizers on corpora (DESIGN §6): versions, references, and vocabulary-size curves.
+
+`measure` streams documents through an encoder in batches and feeds the metrics accumulator;
+the rest decides which encoder measures what, and writes `Evaluation` rows (flushed, never
+committed: the job pipeline registers a version and its evaluations in one transaction).
+"""
+
+import itertools
+import json
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from tokenizers import Tokenizer
+
+from tokenmill.corpora import iter_documents
+from tokenmill.encoders import Encoder, TiktokenEncoder, TokenizersEncoder, proven_encoder, reference_encoder, version_encoders
+from tokenmill.metrics import MetricsAccumulator
+from tokenmill.models import Corpus, Evaluation
+from tokenmill.references import REFERENCE_NAMES
+from tokenmill.store import ObjectStore
+from tokenmill.tiktoken_format import encoding as tiktoken_encoding, parse_rank_file
+
+BATCH_LINES = 1024
+PROOF_LINES = 2000  # lines on which tiktoken's ids must equal tokenizers' before it is trusted
+CURVE_LINES = 2000  # lines per corpus for the vocabulary-size curve
+CURVE_START = 1000
+
+Progress = Callable[[float], None]
+
+
+def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
+    iterator = iter(items)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
+
+
+def measure(encoder: Encoder, documents: Iterable[str], max_bytes: int | None = None) -> dict[str, Any]:
+    """The §6 metrics of an encoder on documents (at most max_bytes of them), plus the engine used."""
+    accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
+    seen = 0
+    for batch in batched(documents, BATCH_LINES):
+        encoded = encoder.encode_with_spans(batch)
+        decoded = encoder.decode([ids for ids, _ in encoded])
+        for line, (ids, spans), back in zip(batch, encoded, decoded):
+            accumulator.add(line, ids, spans, back == line)
+            seen += len(line.encode())
+        if max_bytes is not None and seen >= max_bytes:
+            break
+    return {**accumulator.result(), "engine": encoder.engine}
+
+
+def corpus_documents(store: ObjectStore, corpus: Corpus) -> Iterator[str]:
+    return iter_documents(store, corpus.storage_key, corpus.format, corpus.text_field)
+
+
+def head(store: ObjectStore, corpus: Corpus, lines: int) -> list[str]:
+    return list(itertools.islice(corpus_documents(store, corpus), lines))
+
+
+def _row(team_id: uuid.UUID, corpus: Corpus, metrics: dict[str, Any], **subject) -> Evaluation:
+    return Evaluation(team_id=team_id, corpus_id=corpus.id, word_rule=str(metrics["word_rule"]), metrics=metrics, **subject)
+
+
+def evaluate_version(
+    store: ObjectStore, name: str, files: dict[str, bytes], corpora: Sequence[Corpus], progress: Progress,
+    max_bytes: int | None = None,
+) -> list[tuple[Corpus, dict[str, Any]]]:
+    """Metrics of a version's files on each corpus, with its vocabulary-size curve where it has one."""
+    manifest = json.loads(files["manifest.json"])
+    slow, fast = version_encoders(name, files, manifest)
+    results = []
+    for index, corpus in enumerate(corpora):
+        sample = head(store, corpus, max(PROOF_LINES, CURVE_LINES))
+        encoder = proven_encoder(slow, fast, sample[:PROOF_LINES])
+        metrics = measure(encoder, corpus_documents(store, corpus), max_bytes)
+        curve = vocab_curve(files, manifest, sample[:CURVE_LINES])
+        if curve:
+            metrics["vocab_curve"] = curve
+        results.append((corpus, metrics))
+        progress((index + 1) / len(corpora))
+    return results
+
+
+def evaluate_references(
+    session: Session, store: ObjectStore, team_id: uuid.UUID, corpora: Sequence[Corpus],
+    names: Sequence[str] = REFERENCE_NAMES, max_bytes: int | None = None, run_id: uuid.UUID | None = None,
+) -> list[Evaluation]:
+    """Reference evaluations of the corpora that lack them (corpora are immutable, so once is enough)."""
+    done = {(reference, corpus_id) for reference, corpus_id in session.execute(
+        select(Evaluation.reference, Evaluation.corpus_id).where(
+            Evaluation.team_id == team_id, Evaluation.reference.in_(names),
+            Evaluation.corpus_id.in_([c.id for c in corpora])))}
+    rows = []
+    for name in names:
+        missing = [c for c in corpora if (name, c.id) not in done]
+        if not missing:
+            continue
+        encoder = reference_encoder(name)
+        for corpus in missing:
+            metrics = measure(encoder, corpus_documents(store, corpus), max_bytes)
+            rows.append(_row(team_id, corpus, metrics, reference=name, run_id=run_id))
+    session.add_all(rows)
+    session.flush()
+    return rows
+
+
+def curve_sizes(vocab_size: int, start: int = CURVE_START) -> list[int]:
+    """1k, 2k, 4k … below the vocabulary size, then the size itself."""
+    sizes = []
+    size = start
+    while size < vocab_size:
+        sizes.append(size)
+        size *= 2
+    return sizes + [vocab_size]
+
+
+def vocab_curve(files: dict[str, bytes], manifest: dict, sample: Sequence[str]) -> list[dict[str, float]]:
+    """Fertility on the sample at growing vocabulary sizes, by truncating the BPE merge list.
+
+    The first k merges are exactly what a smaller training would have learned, so one
+    training answers "which vocabulary size?". Empty for models other than BPE.
+    """
+    data = json.loads(files["tokenizer.json"])
+    if data["model"]["type"] != "BPE" or not sample:
+        return []
+    full = Tokenizer.from_str(files["tokenizer.json"].decode()).get_vocab_size()
+    curve = []
+    for size in curve_sizes(full):
+        encoder = _truncated(files, manifest, data, size)
+        if encoder is None:
+            continue
+        metrics = measure(encoder, sample)
+        curve.append({"vocab_size": size, "fertility": metrics["fertility"], "chars_per_token": metrics["chars_per_token"]})
+    return curve
+
+
+def _truncated(files: dict[str, bytes], manifest: dict, data: dict, size: int) -> Encoder | None:
+    model = data["model"]
+    base = len(model["vocab"]) - len(model["merges"])  # specials, alphabet (and byte tokens)
+    keep = size - base - len([t for t in data["added_tokens"] if t["content"] not in model["vocab"]])
+    if keep < 0:
+        return None
+    info = manifest.get("tiktoken") or {}
+    if info.get("file") in files:
+        ranks = {token: rank for token, rank in parse_rank_file(files[info["file"]]).items() if rank < base + keep}
+        return TiktokenEncoder(f"curve-{size}", tiktoken_encoding(f"curve-{size}", ranks, info["special_tokens"], info["pat_str"]))
+    # The trainer gives merge i the id base + i, so the first `keep` merges own the ids below base + keep.
+    vocab = {token: i for token, i in model["vocab"].items() if i < base + keep}
+    truncated = dict(data, model=dict(model, vocab=vocab, merges=model["merges"][:keep]))
+    return TokenizersEncoder(f"curve-{size}", Tokenizer.from_str(json.dumps(truncated)))

@@ -82,16 +82,16 @@ class TiktokenEncoder(Encoder):
         return [(ids, self._spans(line, ids)) for line, ids in zip(lines, self.encode(lines))]
 
     def _spans(self, line: str, ids: list[int]) -> Spans:
-        # Byte offsets of token ends, mapped to character offsets; a token that ends inside
-        # a multi-byte character is given that character.
+        # Each token's bytes [start, end) mapped to the characters that hold them: like
+        # `tokenizers`' offsets, the pieces of a split character all get that character.
         ends = np.cumsum(self.token_bytes[np.asarray(ids, dtype=np.int64)]) if ids else np.zeros(0, np.int64)
+        starts = ends - self.token_bytes[np.asarray(ids, dtype=np.int64)] if ids else ends
         if line.isascii():
-            char_ends = ends
-        else:
-            char_bytes = np.fromiter((len(c.encode()) for c in line), dtype=np.int64, count=len(line))
-            char_ends = np.searchsorted(np.cumsum(char_bytes), ends, side="left") + 1
-        starts = np.concatenate(([0], char_ends[:-1])) if len(char_ends) else char_ends
-        return list(zip(starts.tolist(), char_ends.tolist()))
+            return list(zip(starts.tolist(), ends.tolist()))
+        char_ends = np.cumsum(np.fromiter((len(c.encode()) for c in line), dtype=np.int64, count=len(line)))
+        first = np.searchsorted(char_ends, starts, side="right")
+        last = np.searchsorted(char_ends, ends - 1, side="right") + 1
+        return list(zip(first.tolist(), last.tolist()))
 
     def decode(self, batch: Sequence[Sequence[int]]) -> list[str]:
         return self.enc.decode_batch([list(ids) for ids in batch], errors="replace", num_threads=self.threads)

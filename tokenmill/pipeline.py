@@ -94,6 +94,8 @@ def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id:
         targets = _corpora(factory, job.eval_corpus_ids)
         results = evaluate_version(store, job.tokenizer, trained.files, targets,
                                    lambda done: report("evaluating", 0.85 + 0.1 * done))
+        report("evaluating references", 0.93, force=True)
+        _reference_baselines(factory, store, job.team_id, targets)
         report("registering", 0.95, force=True)
         number = _register(factory, job, spec, trained, info, prefix, seconds, memory.peak, results)
         log.info("job %s produced %s v%s", job_id, job.tokenizer, number)
@@ -111,7 +113,6 @@ def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id:
         store.delete_prefix(prefix)
         _fail(factory, job_id, describe(exc))
         return "failed"
-    _reference_baselines(factory, store, job.team_id, job.eval_corpus_ids)
     return "succeeded"
 
 
@@ -123,12 +124,12 @@ def _corpora(factory: sessionmaker[Session], ids: list[str]) -> list[Corpus]:
     return [rows[i] for i in wanted if i in rows]
 
 
-def _reference_baselines(factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.UUID, ids: list[str]) -> None:
+def _reference_baselines(factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.UUID, corpora: list[Corpus]) -> None:
     # GPT-2, cl100k and o200k on the same corpora, once per corpus; a failure here costs the
     # dashboard its baselines for a while, never the version.
     try:
         with transaction(factory) as session:
-            evaluate_references(session, store, team_id, _corpora(factory, ids))
+            evaluate_references(session, store, team_id, corpora)
     except Exception:
         log.exception("reference evaluations failed for team %s", team_id)
 

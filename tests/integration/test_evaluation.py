@@ -1,0 +1,95 @@
+"""Evaluation after training, reference baselines, premium and the dashboard matrix, on real services."""
+
+import uuid
+
+import pytest
+from sqlalchemy import select
+
+from tests.services import CORPORA
+from tokenmill.db import transaction
+from tokenmill.ingest import CorpusFields, ingest_corpus
+from tokenmill.jobs import submit_job
+from tokenmill.models import Evaluation, TokenizerVersion
+from tokenmill.pipeline import run_training_job
+from tokenmill.reports import fertility_matrix, version_evaluations
+from tokenmill.teams import create_team
+
+METRIC_KEYS = {"tokens", "words", "characters", "bytes", "fertility", "chars_per_token", "bytes_per_token",
+               "continued_word_rate", "unk_rate", "byte_fallback_rate", "roundtrip_rate", "vocab_utilization",
+               "shannon_efficiency", "renyi_efficiency"}
+
+
+def head(path, n: int) -> bytes:
+    with path.open("rb") as handle:
+        return b"".join(next(handle) for _ in range(n))
+
+
+@pytest.fixture(scope="module")
+def trained(sessionmaker, store):
+    """A team with parallel English/Spanish/Chinese news and a code corpus, and one trained version."""
+    with transaction(sessionmaker) as session:
+        team, _ = create_team(session, f"eval-{uuid.uuid4().hex[:8]}")
+        flores = CORPORA / "parallel_flores200_dev"
+        corpora = [
+            ingest_corpus(session, store, team, CorpusFields(f"flores-{lang}", "news", lang, parallel_group="flores"),
+                          [head(flores / f"{lang}.txt", 300)], 10**9)
+            for lang in ("eng_Latn", "spa_Latn", "zho_Hans")
+        ] + [ingest_corpus(session, store, team, CorpusFields("python", "code", "python"),
+                           [head(CORPORA / "code" / "python.txt", 500)], 10**9)]
+        job, _ = submit_job(session, team, "news-bpe", {"vocab_size": 2000}, [str(c.id) for c in corpora[:3]], None)
+    assert run_training_job(sessionmaker, store, job.id) == "succeeded"
+    with sessionmaker() as session:
+        version = session.scalar(select(TokenizerVersion).where(TokenizerVersion.job_id == job.id))
+    return team, corpora, version
+
+
+def test_every_eval_corpus_has_all_metrics_and_a_curve(sessionmaker, trained):
+    team, corpora, version = trained
+    with sessionmaker() as session:
+        items = version_evaluations(session, team, version)
+    assert sorted(i["corpus_id"] for i in items) == sorted(str(c.id) for c in corpora)
+    for item in items:
+        assert METRIC_KEYS <= set(item["metrics"])
+        assert item["metrics"]["engine"] == "tiktoken"  # byte-level BPE, ids proven equal
+        assert item["metrics"]["roundtrip_rate"] == 1.0
+        assert item["metrics"]["fertility"] == pytest.approx(item["metrics"]["tokens"] / item["metrics"]["words"])
+        assert [p["vocab_size"] for p in item["metrics"]["vocab_curve"]] == [1000, 2000]
+    by_language = {i["language"]: i for i in items}
+    assert by_language["zho_Hans"]["word_rule"] == "whitespace+per-character"
+    assert by_language["eng_Latn"]["word_rule"] == "whitespace"
+
+
+def test_premium_is_tokens_over_the_english_pivot(sessionmaker, trained):
+    team, _, version = trained
+    with sessionmaker() as session:
+        items = {i["language"]: i for i in version_evaluations(session, team, version)}
+    english = items["eng_Latn"]["metrics"]["tokens"]
+    assert items["eng_Latn"]["metrics"]["premium"] == 1.0
+    assert items["spa_Latn"]["metrics"]["premium"] == pytest.approx(items["spa_Latn"]["metrics"]["tokens"] / english)
+    assert "premium" not in items["python"]["metrics"]
+
+
+def test_references_are_evaluated_once_per_corpus(sessionmaker, trained):
+    team, corpora, _ = trained
+    with sessionmaker() as session:
+        rows = session.scalars(select(Evaluation).where(Evaluation.team_id == team.id, Evaluation.reference.is_not(None))).all()
+    assert sorted((r.reference, r.corpus_id) for r in rows) == sorted(
+        (name, c.id) for name in ("gpt2", "cl100k_base", "o200k_base") for c in corpora)
+    fertility = {r.reference: r.metrics["fertility"] for r in rows if r.corpus_id == corpora[2].id}
+    # On Chinese, the larger vocabularies need fewer tokens per word.
+    assert fertility["gpt2"] > fertility["cl100k_base"] > fertility["o200k_base"]
+
+
+def test_dashboard_cells_sum_tokens_over_words_per_domain(sessionmaker, trained):
+    team, corpora, version = trained
+    with sessionmaker() as session:
+        matrix = fertility_matrix(session, team)
+        items = version_evaluations(session, team, version)
+    assert matrix["domains"] == ["code", "news"]
+    row = next(r for r in matrix["rows"] if r["kind"] == "version")
+    news = [i["metrics"] for i in items if i["domain"] == "news"]
+    assert row["domains"]["news"]["fertility"] == pytest.approx(sum(m["tokens"] for m in news) / sum(m["words"] for m in news))
+    assert row["languages"]["news/spa_Latn"]["fertility"] == pytest.approx(
+        next(i["metrics"]["fertility"] for i in items if i["language"] == "spa_Latn"))
+    assert row["premium"]["flores"]["eng_Latn"] == 1.0
+    assert {r["label"] for r in matrix["rows"] if r["kind"] == "reference"} == {"gpt2", "cl100k_base", "o200k_base"}

@@ -1,0 +1,84 @@
+"""Encoders: tiktoken spans and ids agree with tokenizers; truncated curves; the fallback rule."""
+
+import json
+
+import pytest
+
+from tokenmill import training
+from tokenmill.encoders import TokenizersEncoder, proven_encoder, reference_encoder, version_encoders
+from tokenmill.evaluation import curve_sizes, measure, vocab_curve
+from tokenmill.export import artifact_files, manifest
+from tokenmill.spec import resolve_spec
+from tests.services import CORPORA
+
+LANGS = ("eng_Latn", "spa_Latn", "zho_Hans", "arb_Arab", "rus_Cyrl")
+
+
+def lines(n: int = 300, offset: int = 0) -> list[str]:
+    out = []
+    for lang in LANGS:
+        out += (CORPORA / "parallel_flores200_dev" / f"{lang}.txt").read_text().splitlines()[offset:offset + n]
+    return out
+
+
+@pytest.fixture(scope="module")
+def bytebpe_files():
+    spec = resolve_spec({"vocab_size": 3000})
+    tokenizer = training.train(spec, lines())
+    files, info = artifact_files(spec, tokenizer)
+    files["manifest.json"] = manifest(spec, {}, files, info)
+    return files
+
+
+def test_tiktoken_engine_gives_the_same_metrics_as_tokenizers(bytebpe_files):
+    slow, fast = version_encoders("v", bytebpe_files, json.loads(bytebpe_files["manifest.json"]))
+    assert fast is not None
+    held_out = lines(100, offset=500) + ["tab\tand  spaces", "emoji 👋🏽 and 東京", "<|endoftext|> is text here"]
+    assert fast.encode(held_out) == slow.encode(held_out)
+    assert proven_encoder(slow, fast, held_out) is fast
+    fast_metrics, slow_metrics = measure(fast, held_out), measure(slow, held_out)
+    assert fast_metrics.pop("engine") == "tiktoken" and slow_metrics.pop("engine") == "tokenizers"
+    assert fast_metrics == pytest.approx(slow_metrics)
+
+
+def test_a_fast_encoder_that_disagrees_is_not_used(bytebpe_files):
+    slow, _ = version_encoders("v", bytebpe_files, json.loads(bytebpe_files["manifest.json"]))
+    impostor = reference_encoder("gpt2")  # different ids for the same text
+    assert proven_encoder(slow, impostor, lines(5)) is slow
+
+
+def test_reference_spans_cover_the_text_in_order():
+    encoder = reference_encoder("cl100k_base")
+    text = "El niño juega 東京 👋🏽 ok"
+    ((ids, spans),) = encoder.encode_with_spans([text])
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    # Ordered, overlapping only where one character is split into several tokens, covering every character.
+    assert all(a[0] <= b[0] and b[0] >= a[1] - 1 for a, b in zip(spans, spans[1:]))
+    assert set().union(*(range(s, e) for s, e in spans)) == set(range(len(text)))
+    split = [(s, e) for s, e in spans if spans.count((s, e)) > 1]
+    assert split and all(e - s == 1 and len(text[s].encode()) > 1 for s, e in split)
+
+
+def test_curve_sizes_double_up_to_the_vocabulary():
+    assert curve_sizes(8000) == [1000, 2000, 4000, 8000]
+    assert curve_sizes(1000) == [1000]
+    assert curve_sizes(900) == [900]
+
+
+@pytest.mark.parametrize("spec", [{"vocab_size": 3000}, {"vocab_size": 3000, "byte_level": False, "pre_tokenizer": "metaspace",
+                                                         "byte_fallback": True}])
+def test_vocab_curve_truncates_merges_and_fertility_falls(spec):
+    resolved = resolve_spec(spec)
+    tokenizer = training.train(resolved, lines())
+    files, info = artifact_files(resolved, tokenizer)
+    files["manifest.json"] = manifest(resolved, {}, files, info)
+    curve = vocab_curve(files, json.loads(files["manifest.json"]), lines(50, offset=400))
+    model = json.loads(files["tokenizer.json"])["model"]
+    base = len(model["vocab"]) - len(model["merges"])  # below this no merge is left to drop
+    assert [p["vocab_size"] for p in curve] == [s for s in curve_sizes(tokenizer.get_vocab_size()) if s >= base]
+    assert len(curve) >= 2
+    fertilities = [p["fertility"] for p in curve]
+    assert fertilities == sorted(fertilities, reverse=True) and fertilities[0] > fertilities[-1]
+    # The full-size point is exactly the version's own fertility on the same text.
+    full = measure(TokenizersEncoder("v", tokenizer), lines(50, offset=400))
+    assert curve[-1]["fertility"] == pytest.approx(full["fertility"])

@@ -1,0 +1,334 @@
+"""Training with sentencepiece: a spec and an iterable of texts in, tokenizer.model, tokenizer.vocab
+and an equivalent tokenizer.json out, all as bytes (nothing touches the filesystem).
+
+What a model does with text:
+- normalization "none" is sentencepiece's "identity" rule with remove_extra_whitespaces off, so
+  spaces, tabs, newlines and leading/trailing/repeated spaces survive encode → decode. Any other
+  character survives only if it is in the vocabulary or byte_fallback is on; otherwise it becomes
+  <unk>, which sentencepiece decodes as " ⁇ " and `tokenizers` as "<unk>".
+- "nfkc" is the plain Unicode "nfkc" rule ("nfkc_cf" with lowercase), not "nmt_nfkc": the latter
+  also turns tabs, newlines and zero-width spaces into spaces and deletes control characters.
+  "none" with lowercase is refused: sentencepiece has no case folding without NFKC.
+- The dummy prefix stays on (a "▁" before the first word, as the metaspace pre_tokenizer does);
+  decoding removes it, so it costs nothing in round trips.
+
+tokenizer.json is built from the model's pieces with `tokenizers` (not transformers' converters:
+they read a file, collapse repeated spaces and let byte pieces take part in merges) and encodes
+to the same ids, except where the two libraries differ by design:
+- a control token's text ("<unk>", "<s>", "</s>", "<pad>") typed in the input is that token in
+  `tokenizers` (it is an added special token) but ordinary characters in sentencepiece;
+- a literal "<0xNN>" in the input can match the byte piece in a unigram `tokenizers` model;
+- a special token is matched after normalization in `tokenizers`, before it in sentencepiece,
+  so it must not contain spaces or characters NFKC changes;
+- decoding: sentencepiece drops control tokens and writes <unk> as " ⁇ "; `tokenizers` drops every
+  special token with skip_special_tokens, user-defined ones included.
+
+Deliberately not here: reading corpora, files and the manifest (export.py), spec checks that
+belong at submission (spec.py), and min_frequency, which sentencepiece has no option for.
+"""
+
+import io
+import math
+import os
+import random
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import sentencepiece
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+from tokenmill.errors import InvalidInput
+from tokenmill.spec import TrainingSpec
+
+Progress = Callable[[float], None]
+Piece = model_pb2.ModelProto.SentencePiece
+
+METASPACE = "▁"
+BYTE_PIECE_SCORE = -1e6
+ROLE_TOKENS = {"<unk>": "unk", "<s>": "bos", "</s>": "eos", "<pad>": "pad"}
+# The model depends on the thread count (unigram and bpe alike): it is fixed, not a setting.
+NUM_THREADS = 2
+MAX_PIECE_LENGTH = 512  # sentencepiece refuses a larger max_sentencepiece_length
+# sentencepiece silently skips sentences longer than this (default 4192 bytes); documents
+# are sentences here, so allow long ones.
+MAX_SENTENCE_BYTES = 1 << 20
+
+
+@dataclass
+class SentencePieceResult:
+    model: bytes  # the serialized ModelProto: tokenizer.model
+    vocab: bytes  # tokenizer.vocab: piece<TAB>score per line, as spm_train writes it
+    tokenizer_json: str  # the same model for `tokenizers`: same ids, byte fallback, decoding
+    vocab_size: int
+
+
+def special_tokens(spec: TrainingSpec) -> list[str]:
+    """The special tokens in id order: the spec's list, with <unk> first if it left it out."""
+    tokens = list(spec.special_tokens or [])
+    return tokens if "<unk>" in tokens else ["<unk>", *tokens]
+
+
+def normalization_rule(spec: TrainingSpec) -> str:
+    """The sentencepiece normalization rule for the spec's normalization and lowercase."""
+    if spec.normalization == "nfkc":
+        return "nfkc_cf" if spec.lowercase else "nfkc"
+    if spec.lowercase:
+        raise InvalidInput("spec.lowercase: sentencepiece lowercases only with normalization 'nfkc'",
+                           field="spec.lowercase")
+    return "identity"
+
+
+def trainer_options(spec: TrainingSpec) -> dict:
+    """The keyword options for SentencePieceTrainer.train, without the input and the output."""
+    if spec.max_token_length and spec.max_token_length > MAX_PIECE_LENGTH:
+        raise InvalidInput(f"spec.max_token_length: sentencepiece allows at most {MAX_PIECE_LENGTH}",
+                           field="spec.max_token_length")
+    tokens = special_tokens(spec)
+    # The roles sentencepiece knows get the ids of their place in the list (-1: absent); the
+    # other tokens are user-defined symbols, which take the free ids in list order.
+    ids = {f"{role}_id": tokens.index(token) if token in tokens else -1 for token, role in ROLE_TOKENS.items()}
+    return {
+        "model_type": spec.algorithm,
+        "vocab_size": spec.vocab_size,
+        "character_coverage": spec.character_coverage,
+        "byte_fallback": spec.byte_fallback,
+        "split_digits": spec.split_digits,
+        "max_sentencepiece_length": spec.max_token_length or 16,
+        "normalization_rule_name": normalization_rule(spec),
+        "remove_extra_whitespaces": False,
+        "user_defined_symbols": [token for token in tokens if token not in ROLE_TOKENS],
+        **ids,
+        "input_sentence_size": spec.max_sentences or 0,
+        "shuffle_input_sentence": True,
+        "max_sentence_length": MAX_SENTENCE_BYTES,
+        # A corpus too small for vocab_size gives a smaller vocabulary, as `tokenizers` does,
+        # instead of failing the job.
+        "hard_vocab_limit": False,
+        "num_threads": NUM_THREADS,
+    }
+
+
+def train_sentencepiece(spec: TrainingSpec, texts: Iterable[str], progress: Progress | None = None) -> SentencePieceResult:
+    """Train a sentencepiece model on the texts, as the spec says, and convert it for `tokenizers`."""
+    options = trainer_options(spec)
+    if spec.max_sentences:
+        texts = sample(texts, spec.max_sentences, spec.seed)
+    # sentencepiece's own sampling ignores this seed across processes (0.2.3), hence sample();
+    # the seed still covers any other random choice the trainer makes.
+    sentencepiece.set_random_generator_seed(spec.seed)
+    report = _Reporter(progress, spec.vocab_size)
+    report(0.0)
+    writer = io.BytesIO()
+    with _training_log(report.line):
+        sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=writer, **options)
+    report.raise_failure()
+    report(1.0)
+    model = writer.getvalue()
+    proto = model_pb2.ModelProto.FromString(model)
+    return SentencePieceResult(model=model, vocab=vocab_file(proto), tokenizer_json=tokenizer_json(proto),
+                               vocab_size=len(proto.pieces))
+
+
+def sample(texts: Iterable[str], limit: int, seed: int) -> list[str]:
+    """A uniform sample of at most `limit` texts, the same for the same seed (reservoir sampling)."""
+    rng = random.Random(seed)
+    kept: list[str] = []
+    for index, text in enumerate(texts):
+        if index < limit:
+            kept.append(text)
+        elif (slot := rng.randrange(index + 1)) < limit:
+            kept[slot] = text
+    return kept
+
+
+def vocab_file(proto: model_pb2.ModelProto) -> bytes:
+    """tokenizer.vocab: what spm_train writes beside the model (C++ stream formatting: %g)."""
+    return "".join(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces).encode()
+
+
+# --- conversion to tokenizers -------------------------------------------------------------
+
+
+def tokenizer_json(proto: model_pb2.ModelProto) -> str:
+    """The model as a `tokenizers` tokenizer.json: same pieces, ids, byte fallback and decoding."""
+    tokenizer = Tokenizer(_model(proto))
+    specials = [piece.piece for piece in proto.pieces if piece.type in (Piece.UNKNOWN, Piece.CONTROL, Piece.USER_DEFINED)]
+    tokenizer.normalizer = _normalizer(proto, specials)
+    # No piece has "▁" after its first character, so splitting into words changes no result
+    # and lets `tokenizers` cache words.
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="never", split=True)
+    tokenizer.decoder = decoders.Sequence([
+        decoders.Replace(METASPACE, " "), decoders.ByteFallback(), decoders.Fuse(),
+        decoders.Strip(content=" ", left=1, right=0),  # the dummy prefix
+    ])
+    tokenizer.add_special_tokens([AddedToken(token, special=True, normalized=True) for token in specials])
+    return tokenizer.to_str(pretty=True)
+
+
+def _normalizer(proto: model_pb2.ModelProto, specials: list[str]) -> normalizers.Normalizer:
+    # sentencepiece normalizes, puts one "▁" before the whole text (even before a space or a
+    # special token) and turns spaces into "▁". `tokenizers` normalizes the text between special
+    # tokens piece by piece, unless the special tokens are matched after normalization
+    # (normalized=True): then the whole text is normalized at once, and so is each special
+    # token's own text, which must come out unchanged, hence the "▁" taken off again in front
+    # of one. The cost: a text that starts with a special token lacks sentencepiece's lone "▁".
+    steps = [normalizers.Prepend(METASPACE)]
+    if specials:
+        alternatives = "|".join(re.escape(token) for token in specials)
+        steps.append(normalizers.Replace(Regex(rf"\A{METASPACE}(?={alternatives})"), ""))
+    steps.append(normalizers.Replace(" ", METASPACE))
+    if proto.normalizer_spec.precompiled_charsmap:
+        steps.insert(0, normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap))
+    return normalizers.Sequence(steps)
+
+
+def _model(proto: model_pb2.ModelProto) -> models.Model:
+    spec = proto.trainer_spec
+    if spec.model_type == model_pb2.TrainerSpec.UNIGRAM:
+        # sentencepiece never matches a byte piece against the text, `tokenizers` would (a literal
+        # "<0x41>" in the input): a score no path through characters can fall to keeps it out.
+        vocab = [(piece.piece, BYTE_PIECE_SCORE if piece.type == Piece.BYTE else piece.score) for piece in proto.pieces]
+        return models.Unigram(vocab, unk_id=spec.unk_id, byte_fallback=spec.byte_fallback)
+    vocab = {piece.piece: index for index, piece in enumerate(proto.pieces)}
+    return models.BPE(vocab, bpe_merges(proto), unk_token=spec.unk_piece, fuse_unk=True,
+                      byte_fallback=spec.byte_fallback)
+
+
+def bpe_merges(proto: model_pb2.ModelProto) -> list[tuple[str, str]]:
+    """Merges that rebuild a sentencepiece BPE model: each piece from any two pieces that make it.
+
+    sentencepiece merges the adjacent pair whose concatenation scores highest, so a piece's
+    merges rank by its score. Only normal pieces take part: byte, control and user-defined
+    pieces are never merged into anything by sentencepiece.
+    """
+    normal = {piece.piece: piece.score for piece in proto.pieces if piece.type == Piece.NORMAL}
+    merges = []
+    for piece, score in normal.items():
+        for cut in range(1, len(piece)):
+            left, right = piece[:cut], piece[cut:]
+            if left in normal and right in normal:
+                merges.append((-score, piece, left, right))
+    merges.sort(key=lambda merge: merge[:2])
+    return [(left, right) for _, _, left, right in merges]
+
+
+# --- progress from sentencepiece's log ------------------------------------------------------
+
+# absl's log prefix: severity letter and month/day ("I0000 00:00:1796006428.427023 13334 file.cc:149] ...").
+_LOG_RECORD = re.compile(r"^([IWEF])\d{4} ")
+_ABSL_BANNER = "WARNING: All log messages before absl::InitializeLog()"
+_META_PIECE = re.compile(r"\] Adding meta_piece: ")
+_ALPHABET = re.compile(r"\] Alphabet size=(\d+)")
+_EM_ROUND = re.compile(r"\] EM sub_iter=\d+ size=(\d+)")
+_BPE_MERGED = re.compile(r"\] (?:Merged|Added): .*?(?:merges|size)=(\d+)")
+
+
+class _Reporter:
+    """Turns sentencepiece's log lines into progress fractions, and keeps what the callback raised.
+
+    Lines arrive on the log reader's thread while the C++ trainer runs and cannot be stopped, so
+    an exception from the callback (a cancelled job) is kept and raised once training returns.
+    """
+
+    def __init__(self, progress: Progress | None, vocab_size: int) -> None:
+        self.progress = progress
+        self.vocab_size = vocab_size
+        self.failure: BaseException | None = None
+        self.meta_pieces = 0
+        self.alphabet = 0
+        self.first_size = 0
+
+    def __call__(self, fraction: float) -> None:
+        if self.progress is None or self.failure is not None:
+            return
+        try:
+            self.progress(min(max(fraction, 0.0), 1.0))
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the training thread
+            self.failure = exc
+
+    def line(self, line: str) -> None:
+        if _META_PIECE.search(line):
+            self.meta_pieces += 1
+        elif match := _ALPHABET.search(line):
+            self.alphabet = int(match.group(1))
+        elif match := _EM_ROUND.search(line):
+            # Unigram prunes from the seed pieces to 1.1 × vocab_size by a constant factor a
+            # round: the fraction is how far along that in log scale.
+            size = int(match.group(1))
+            self.first_size = self.first_size or size
+            target = 1.1 * self.vocab_size
+            if self.first_size > target:
+                self(0.95 * math.log(self.first_size / size) / math.log(self.first_size / target))
+        elif match := _BPE_MERGED.search(line):
+            merges = self.vocab_size - self.meta_pieces - self.alphabet
+            if merges > 0:
+                self(int(match.group(1)) / merges)
+
+    def raise_failure(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+
+_STDERR_LOCK = threading.Lock()
+
+
+@contextmanager
+def _training_log(on_line: Callable[[str], None]) -> Iterator[None]:
+    """While the block runs, sentencepiece's log (fd 2) goes to on_line instead of stderr.
+
+    Its INFO records (hundreds a run) are handed over and dropped; anything else written to
+    fd 2 meanwhile — its warnings and errors, other threads' output — is passed on to stderr.
+    fd 2 is the process's: a second training in another thread runs without a progress log.
+    """
+    if not _STDERR_LOCK.acquire(blocking=False):
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        read_end, write_end = os.pipe()
+        reader = threading.Thread(target=_pump, args=(read_end, saved, on_line), daemon=True,
+                                  name="sentencepiece-log")
+        try:
+            reader.start()
+        except BaseException:
+            for fd in (saved, read_end, write_end):
+                os.close(fd)
+            raise
+        try:
+            os.dup2(write_end, 2)
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(write_end)  # the pipe's last write end: the reader sees EOF
+            reader.join(timeout=10)
+            if not reader.is_alive():  # else a forked child still holds the pipe and the reader writes to `saved`
+                os.close(saved)
+    finally:
+        _STDERR_LOCK.release()
+
+
+def _pump(read_end: int, forward_to: int, on_line: Callable[[str], None]) -> None:
+    # Read to the end whatever happens: a reader that stops leaves the trainer blocked on a full
+    # pipe. A line without the absl prefix continues the record before it (the spec dump).
+    info = False
+    with os.fdopen(read_end, "rb") as pipe:
+        for raw in pipe:
+            line = raw.decode("utf-8", "replace")
+            if record := _LOG_RECORD.match(line):
+                info = record.group(1) == "I"
+            elif line.startswith(_ABSL_BANNER):
+                continue
+            try:
+                if info:
+                    on_line(line)
+                else:
+                    os.write(forward_to, raw)
+            except Exception:  # noqa: BLE001 - progress is best effort; the log must keep flowing
+                pass

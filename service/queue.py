@@ -8,6 +8,7 @@ from tokenmill.settings import Settings, celery_broker
 
 TRAIN_TASK = "tokenmill.train"
 EVALUATE_TASK = "tokenmill.evaluate"
+STATISTICS_TASK = "tokenmill.corpus_statistics"
 
 
 class Queue:
@@ -25,6 +26,9 @@ class Queue:
 
     def send_evaluation(self, run_id: uuid.UUID) -> None:
         self.app.send_task(EVALUATE_TASK, kwargs={"run_id": str(run_id)}, expires=self.expires)
+
+    def send_statistics(self, corpus_id: uuid.UUID) -> None:
+        self.app.send_task(STATISTICS_TASK, kwargs={"corpus_id": str(corpus_id)}, expires=self.expires)
 
     def ping(self) -> None:
         with self.app.connection_for_write() as connection:

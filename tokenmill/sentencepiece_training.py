@@ -1,29 +1,32 @@
 """Training with sentencepiece: a spec and an iterable of texts in, tokenizer.model, tokenizer.vocab
 and an equivalent tokenizer.json out, all as bytes (nothing touches the filesystem).
 
-What a model does with text:
-- normalization "none" is sentencepiece's "identity" rule with remove_extra_whitespaces off, so
-  spaces, tabs, newlines and leading/trailing/repeated spaces survive encode → decode. Any other
-  character survives only if it is in the vocabulary or byte_fallback is on; otherwise it becomes
-  <unk>, which sentencepiece decodes as " ⁇ " and `tokenizers` as "<unk>".
-- "nfkc" is the plain Unicode "nfkc" rule ("nfkc_cf" with lowercase), not "nmt_nfkc": the latter
-  also turns tabs, newlines and zero-width spaces into spaces and deletes control characters.
-  "none" with lowercase is refused: sentencepiece has no case folding without NFKC.
-- The dummy prefix stays on (a "▁" before the first word, as the metaspace pre_tokenizer does);
-  decoding removes it, so it costs nothing in round trips.
+What survives encode → decode:
+- normalization "none" is sentencepiece's "identity" rule with remove_extra_whitespaces off:
+  with byte_fallback every text comes back as it was (leading, trailing and repeated spaces,
+  tabs, newlines, "\r", NUL, emoji, combining marks), except the character "▁" (U+2581),
+  which is sentencepiece's space and comes back as " ". Without byte_fallback a character
+  outside the vocabulary becomes <unk>: " ⁇ " in sentencepiece, "<unk>" in `tokenizers`.
+- "nfkc" is the plain Unicode "nfkc" rule ("nfkc_cf" with lowercase), not "nmt_nfkc", which also
+  turns tabs, newlines and zero-width spaces into spaces and drops control characters; texts
+  come back NFKC-normalized. "none" with lowercase is refused: no rule folds case without NFKC.
+- The dummy prefix stays on (a "▁" in front of the text, as the metaspace pre_tokenizer does);
+  decoding takes it off again.
 
 tokenizer.json is built from the model's pieces with `tokenizers` (not transformers' converters:
-they read a file, collapse repeated spaces and let byte pieces take part in merges) and encodes
-to the same ids, except where the two libraries differ by design:
-- a control token's text ("<unk>", "<s>", "</s>", "<pad>") typed in the input is that token in
-  `tokenizers` (it is an added special token) but ordinary characters in sentencepiece;
-- a literal "<0xNN>" in the input can match the byte piece in a unigram `tokenizers` model;
-- a special token is matched after normalization in `tokenizers`, before it in sentencepiece,
-  so it must not contain spaces or characters NFKC changes;
-- decoding: sentencepiece drops control tokens and writes <unk> as " ⁇ "; `tokenizers` drops every
-  special token with skip_special_tokens, user-defined ones included.
+they read a file, collapse repeated spaces, and let byte and special pieces into BPE merges).
+It encodes to sentencepiece's ids, byte fallback included, except for two things that differ
+by design and cannot be expressed in tokenizer.json:
+- the text of a control token ("<unk>", "<s>", "</s>", "<pad>") in the input is that token for
+  `tokenizers` (an added special token) and plain characters for sentencepiece;
+- a text that starts with a special token: sentencepiece puts a lone "▁" piece in front of it,
+  `tokenizers` does not (the rest is the same).
+Special tokens are matched after normalization in `tokenizers` and before it in sentencepiece,
+so a special token with a space or a character NFKC changes is not matched alike. Decoding is
+the same for ids without special tokens or <unk>; sentencepiece drops control tokens, and
+`tokenizers` with skip_special_tokens drops user-defined ones as well.
 
-Deliberately not here: reading corpora, files and the manifest (export.py), spec checks that
+Deliberately not here: reading corpora, files and the manifest (export.py), the checks that
 belong at submission (spec.py), and min_frequency, which sentencepiece has no option for.
 """
 
@@ -49,7 +52,6 @@ Progress = Callable[[float], None]
 Piece = model_pb2.ModelProto.SentencePiece
 
 METASPACE = "▁"
-BYTE_PIECE_SCORE = -1e6
 ROLE_TOKENS = {"<unk>": "unk", "<s>": "bos", "</s>": "eos", "<pad>": "pad"}
 # The model depends on the thread count (unigram and bpe alike): it is fixed, not a setting.
 NUM_THREADS = 2
@@ -121,13 +123,16 @@ def train_sentencepiece(spec: TrainingSpec, texts: Iterable[str], progress: Prog
     # sentencepiece's own sampling ignores this seed across processes (0.2.3), hence sample();
     # the seed still covers any other random choice the trainer makes.
     sentencepiece.set_random_generator_seed(spec.seed)
-    report = _Reporter(progress, spec.vocab_size)
-    report(0.0)
+    if progress:
+        progress(0.0)
+    log = _LogProgress(progress, spec.vocab_size)
     writer = io.BytesIO()
-    with _training_log(report.line):
+    with _training_log(log.line):
         sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=writer, **options)
-    report.raise_failure()
-    report(1.0)
+    if log.failure is not None:
+        raise log.failure
+    if progress:
+        progress(1.0)
     model = writer.getvalue()
     proto = model_pb2.ModelProto.FromString(model)
     return SentencePieceResult(model=model, vocab=vocab_file(proto), tokenizer_json=tokenizer_json(proto),
@@ -159,9 +164,7 @@ def tokenizer_json(proto: model_pb2.ModelProto) -> str:
     tokenizer = Tokenizer(_model(proto))
     specials = [piece.piece for piece in proto.pieces if piece.type in (Piece.UNKNOWN, Piece.CONTROL, Piece.USER_DEFINED)]
     tokenizer.normalizer = _normalizer(proto, specials)
-    # No piece has "▁" after its first character, so splitting into words changes no result
-    # and lets `tokenizers` cache words.
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="never", split=True)
+    tokenizer.pre_tokenizer = _pre_tokenizer(proto)
     tokenizer.decoder = decoders.Sequence([
         decoders.Replace(METASPACE, " "), decoders.ByteFallback(), decoders.Fuse(),
         decoders.Strip(content=" ", left=1, right=0),  # the dummy prefix
@@ -187,12 +190,23 @@ def _normalizer(proto: model_pb2.ModelProto, specials: list[str]) -> normalizers
     return normalizers.Sequence(steps)
 
 
+def _pre_tokenizer(proto: model_pb2.ModelProto) -> pre_tokenizers.PreTokenizer:
+    # No piece has "▁" after its first character, so splitting into words changes no result
+    # and lets `tokenizers` cache words.
+    words = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="never", split=True)
+    if proto.trainer_spec.model_type != model_pb2.TrainerSpec.UNIGRAM or not proto.trainer_spec.byte_fallback:
+        return words
+    # sentencepiece never matches a byte piece against the text; a `tokenizers` unigram would
+    # take a literal "<0x41>" in the input for that piece (even over characters it knows not,
+    # as <unk> scores lower). Cutting before the "<" of such a text keeps the piece out of reach.
+    literal_byte = pre_tokenizers.Split(Regex(r"<(?=0x[0-9A-F]{2}>)"), behavior="isolated")
+    return pre_tokenizers.Sequence([literal_byte, words])
+
+
 def _model(proto: model_pb2.ModelProto) -> models.Model:
     spec = proto.trainer_spec
     if spec.model_type == model_pb2.TrainerSpec.UNIGRAM:
-        # sentencepiece never matches a byte piece against the text, `tokenizers` would (a literal
-        # "<0x41>" in the input): a score no path through characters can fall to keeps it out.
-        vocab = [(piece.piece, BYTE_PIECE_SCORE if piece.type == Piece.BYTE else piece.score) for piece in proto.pieces]
+        vocab = [(piece.piece, piece.score) for piece in proto.pieces]
         return models.Unigram(vocab, unk_id=spec.unk_id, byte_fallback=spec.byte_fallback)
     vocab = {piece.piece: index for index, piece in enumerate(proto.pieces)}
     return models.BPE(vocab, bpe_merges(proto), unk_token=spec.unk_piece, fuse_unk=True,
@@ -219,20 +233,23 @@ def bpe_merges(proto: model_pb2.ModelProto) -> list[tuple[str, str]]:
 
 # --- progress from sentencepiece's log ------------------------------------------------------
 
-# absl's log prefix: severity letter and month/day ("I0000 00:00:1796006428.427023 13334 file.cc:149] ...").
+# The log lines of sentencepiece 0.2.3 (absl format: "I0000 00:00:1796006428.427023 13334
+# trainer_interface.cc:601] Alphabet size=2077"); another version may word them otherwise,
+# and then progress only moves at the start and the end.
 _LOG_RECORD = re.compile(r"^([IWEF])\d{4} ")
 _ABSL_BANNER = "WARNING: All log messages before absl::InitializeLog()"
 _META_PIECE = re.compile(r"\] Adding meta_piece: ")
 _ALPHABET = re.compile(r"\] Alphabet size=(\d+)")
 _EM_ROUND = re.compile(r"\] EM sub_iter=\d+ size=(\d+)")
-_BPE_MERGED = re.compile(r"\] (?:Merged|Added): .*?(?:merges|size)=(\d+)")
+_BPE_MERGED = re.compile(r"\] Merged: .* merges=(\d+)")
 
 
-class _Reporter:
-    """Turns sentencepiece's log lines into progress fractions, and keeps what the callback raised.
+class _LogProgress:
+    """Progress fractions read from sentencepiece's log lines.
 
-    Lines arrive on the log reader's thread while the C++ trainer runs and cannot be stopped, so
-    an exception from the callback (a cancelled job) is kept and raised once training returns.
+    The lines arrive on the log reader's thread while the C++ trainer runs, which nothing can
+    stop: an exception from the callback (a cancelled job) is kept in `failure` and raised once
+    training returns, and the callback is not called again.
     """
 
     def __init__(self, progress: Progress | None, vocab_size: int) -> None:
@@ -243,35 +260,32 @@ class _Reporter:
         self.alphabet = 0
         self.first_size = 0
 
-    def __call__(self, fraction: float) -> None:
-        if self.progress is None or self.failure is not None:
-            return
-        try:
-            self.progress(min(max(fraction, 0.0), 1.0))
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the training thread
-            self.failure = exc
-
     def line(self, line: str) -> None:
         if _META_PIECE.search(line):
             self.meta_pieces += 1
         elif match := _ALPHABET.search(line):
             self.alphabet = int(match.group(1))
         elif match := _EM_ROUND.search(line):
-            # Unigram prunes from the seed pieces to 1.1 × vocab_size by a constant factor a
-            # round: the fraction is how far along that in log scale.
+            # Unigram shrinks its pieces by a constant factor a round, from the first round's
+            # size to 1.1 × vocab_size, then finishes: how far along, on a log scale.
             size = int(match.group(1))
             self.first_size = self.first_size or size
             target = 1.1 * self.vocab_size
             if self.first_size > target:
-                self(0.95 * math.log(self.first_size / size) / math.log(self.first_size / target))
+                self._report(0.95 * math.log(self.first_size / size) / math.log(self.first_size / target))
         elif match := _BPE_MERGED.search(line):
+            # BPE fills what the meta pieces and the alphabet leave of the vocabulary with merges.
             merges = self.vocab_size - self.meta_pieces - self.alphabet
             if merges > 0:
-                self(int(match.group(1)) / merges)
+                self._report(int(match.group(1)) / merges)
 
-    def raise_failure(self) -> None:
-        if self.failure is not None:
-            raise self.failure
+    def _report(self, fraction: float) -> None:
+        if self.progress is None or self.failure is not None:
+            return
+        try:
+            self.progress(min(max(fraction, 0.0), 1.0))
+        except BaseException as exc:  # noqa: BLE001 - raised on the training thread afterwards
+            self.failure = exc
 
 
 _STDERR_LOCK = threading.Lock()

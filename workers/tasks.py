@@ -5,11 +5,12 @@ from functools import lru_cache
 
 from workers.app import app
 from tokenmill.db import make_engine, make_sessionmaker
+from tokenmill.corpus_stats import record_statistics
 from tokenmill.evaluation_runs import run_evaluation
 from tokenmill.pipeline import TransientError, run_training_job
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
-from tokenmill.sweeper import sweep
+from tokenmill.sweeper import Senders, sweep
 
 
 @lru_cache
@@ -34,9 +35,20 @@ def evaluate(run_id: str) -> str:
     return run_evaluation(factory, store, uuid.UUID(run_id))
 
 
+@app.task(name="tokenmill.corpus_statistics", ignore_result=True)
+def corpus_statistics(corpus_id: str) -> bool:
+    factory, store = resources()
+    return record_statistics(factory, store, uuid.UUID(corpus_id))
+
+
 @app.task(name="tokenmill.sweep", ignore_result=True)
 def sweep_jobs() -> dict:
     factory, _ = resources()
     settings = get_settings()
-    return sweep(factory, lambda job_id: train.apply_async(kwargs={"job_id": str(job_id)}, expires=settings.task_expires),
-                 settings.sweep_queued_after, settings.sweep_running_after)
+
+    def sender(task, argument: str):
+        return lambda object_id: task.apply_async(kwargs={argument: str(object_id)}, expires=settings.task_expires)
+
+    senders = Senders(train=sender(train, "job_id"), evaluate=sender(evaluate, "run_id"),
+                      statistics=sender(corpus_statistics, "corpus_id"))
+    return sweep(factory, senders, settings.sweep_queued_after, settings.sweep_running_after)

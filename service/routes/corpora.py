@@ -7,7 +7,7 @@ from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import Response
 from sqlalchemy import select
 
-from service.deps import PageDep, SessionDep, SettingsDep, StoreDep, TeamDep
+from service.deps import PageDep, QueueDep, SessionDep, SettingsDep, StoreDep, TeamDep
 from service.schemas import CorpusOut, Listing
 from tokenmill.errors import NotFound
 from tokenmill.ingest import CorpusFields, ingest_corpus
@@ -29,6 +29,7 @@ def get_corpus(session, team, corpus_id: uuid.UUID) -> Corpus:
 def upload_corpus(
     session: SessionDep,
     store: StoreDep,
+    queue: QueueDep,
     team: TeamDep,
     settings: SettingsDep,
     file: Annotated[UploadFile, File(description="UTF-8 text or JSON lines; gzip and zstd are recognised")],
@@ -44,6 +45,7 @@ def upload_corpus(
                           text_field=text_field or None, parallel_group=parallel_group or None)
     corpus = ingest_corpus(session, store, team, fields, read_into(file.file), settings.max_upload_bytes)
     session.commit()
+    queue.send_statistics(corpus.id)
     return corpus
 
 

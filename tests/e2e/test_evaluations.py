@@ -54,6 +54,9 @@ def test_evaluations_dashboard_and_playground(http, tmp_path):
     again = wait_for_run(http, http.post("/v1/evaluations", json={"tokenizer": name, "version": 1}).json()["id"])
     assert {r["corpus_id"] for r in again["results"]} == {en["id"], de["id"]}
     assert next(r for r in again["results"] if r["corpus_id"] == en["id"])["metrics"]["tokens"] == english["metrics"]["tokens"]
+    statistics = http.get(f"/v1/corpora/{en['id']}").json()["statistics"]  # computed by the worker after upload
+    assert statistics["distinct_words"] > 1000 and 0 < statistics["hapax_share"] < 1
+    assert 0.3 < statistics["heaps_beta"] < 1 and statistics["zipf_exponent"] > 0.5
     bad = http.post("/v1/evaluations", json={"reference": "gpt5"})
     assert bad.status_code == 422 and bad.json()["field"] == "reference"
 

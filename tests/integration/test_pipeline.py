@@ -13,7 +13,7 @@ from tokenmill.jobs import cancel_job, submit_job
 from tokenmill.models import TokenizerVersion, TrainingJob
 from tokenmill.pipeline import claim_job, job_prefix, run_training_job
 from tokenmill.store import ObjectNotFound
-from tokenmill.sweeper import WORKER_DIED, sweep
+from tokenmill.sweeper import WORKER_DIED, Senders, sweep
 from tokenmill.teams import create_team
 
 
@@ -80,10 +80,26 @@ def test_sweeper_resends_lost_jobs_and_fails_dead_ones(sessionmaker, store, team
     with transaction(sessionmaker) as session:
         session.execute(update(TrainingJob).where(TrainingJob.id.in_([lost, dead])).values(updated_at=old))
     resent: list[uuid.UUID] = []
-    result = sweep(sessionmaker, resent.append, queued_after=600, running_after=600)
+    result = sweep(sessionmaker, Senders(resent.append, resent.append, lambda _: None), queued_after=600, running_after=600)
     assert lost in resent and result["failed"] >= 1
     assert job_row(sessionmaker, dead).status == "failed" and job_row(sessionmaker, dead).error == WORKER_DIED
     # Just re-sent: the next sweep leaves it alone.
     again: list[uuid.UUID] = []
-    sweep(sessionmaker, again.append, queued_after=600, running_after=600)
+    sweep(sessionmaker, Senders(again.append, again.append, lambda _: None), queued_after=600, running_after=600)
     assert lost not in again
+
+
+def test_corpus_statistics_are_recorded_once(sessionmaker, store, team_and_corpus):
+    from tokenmill.corpus_stats import record_statistics
+    from tokenmill.models import Corpus
+
+    _, corpus = team_and_corpus
+    assert record_statistics(sessionmaker, store, corpus.id) is True
+    assert record_statistics(sessionmaker, store, corpus.id) is False
+    with sessionmaker() as session:
+        statistics = session.get_one(Corpus, corpus.id).statistics
+    # 300 lines "line {i} of some training text, words and more words": 10 words each, the numbers unique.
+    assert statistics["distinct_words"] == 300 + 8
+    assert statistics["hapax_share"] == pytest.approx(300 / 308)
+    assert statistics["oov_rate"] == pytest.approx(30 / 300)
+    assert len(statistics["zipf_points"]) > 2 and len(statistics["heaps_points"]) > 2

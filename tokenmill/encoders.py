@@ -7,8 +7,10 @@ BPE versions with a rank file are encoded by tiktoken, several times faster, onc
 are shown equal to the `tokenizers` ids on the text at hand (see `proven_encoder`).
 """
 
+import itertools
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -20,6 +22,22 @@ from tokenmill.references import load_reference
 from tokenmill.tiktoken_format import encoding as tiktoken_encoding, parse_rank_file
 
 Spans = list[tuple[int, int]]
+
+
+@dataclass
+class EncodedBatch:
+    """A batch of lines encoded: ids per line, and the same flat with (n, 2) character spans."""
+
+    ids: list[list[int]]
+    flat: np.ndarray
+    spans: np.ndarray
+    counts: np.ndarray
+
+    def line(self, index: int) -> tuple[list[int], Spans]:
+        """The ids and spans of one line of the batch."""
+        start = int(self.counts[:index].sum())
+        spans = self.spans[start:start + int(self.counts[index])]
+        return self.ids[index], [tuple(pair) for pair in spans.tolist()]
 
 
 @dataclass
@@ -35,11 +53,17 @@ class Encoder:
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         raise NotImplementedError
 
-    def encode_with_spans(self, lines: Sequence[str]) -> list[tuple[list[int], Spans]]:
+    def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
         raise NotImplementedError
 
     def decode(self, batch: Sequence[Sequence[int]]) -> list[str]:
         raise NotImplementedError
+
+
+def _flat(ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(counts.sum()))
+    return flat, counts
 
 
 class TokenizersEncoder(Encoder):
@@ -59,42 +83,58 @@ class TokenizersEncoder(Encoder):
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(list(lines), add_special_tokens=False)]
 
-    def encode_with_spans(self, lines: Sequence[str]) -> list[tuple[list[int], Spans]]:
-        return [(e.ids, e.offsets) for e in self.tokenizer.encode_batch(list(lines), add_special_tokens=False)]
+    def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
+        encodings = self.tokenizer.encode_batch(list(lines), add_special_tokens=False)
+        ids = [e.ids for e in encodings]
+        flat, counts = _flat(ids)
+        offsets = itertools.chain.from_iterable(itertools.chain.from_iterable(e.offsets for e in encodings))
+        spans = np.fromiter(offsets, dtype=np.int64, count=2 * len(flat)).reshape(-1, 2)
+        return EncodedBatch(ids, flat, spans, counts)
 
     def decode(self, batch: Sequence[Sequence[int]]) -> list[str]:
         return self.tokenizer.decode_batch([list(ids) for ids in batch], skip_special_tokens=False)
 
 
 class TiktokenEncoder(Encoder):
-    """A tiktoken Encoding; spans come from each token's byte length."""
+    """A tiktoken Encoding; spans come from each token's byte length, for a whole batch at once."""
 
     def __init__(self, name: str, enc: tiktoken.Encoding, threads: int = 2) -> None:
         super().__init__(name, "tiktoken", enc.n_vocab)
         self.enc = enc
-        self.threads = threads
         self.token_bytes = _token_lengths(enc)
+        # tiktoken releases the GIL while encoding; one thread per core, each over a slice of
+        # the batch (its own batch call spawns a task per line, which costs more than it saves).
+        self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
+        self.threads = threads
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
-        return self.enc.encode_ordinary_batch(list(lines), num_threads=self.threads)
+        encode = self.enc.encode_ordinary
+        if self.pool is None or len(lines) < 64:
+            return [encode(line) for line in lines]
+        size = -(-len(lines) // self.threads)
+        parts = self.pool.map(lambda part: [encode(line) for line in part],
+                              [lines[i:i + size] for i in range(0, len(lines), size)])
+        return [ids for part in parts for ids in part]
 
-    def encode_with_spans(self, lines: Sequence[str]) -> list[tuple[list[int], Spans]]:
-        return [(ids, self._spans(line, ids)) for line, ids in zip(lines, self.encode(lines))]
-
-    def _spans(self, line: str, ids: list[int]) -> Spans:
-        # Each token's bytes [start, end) mapped to the characters that hold them: like
-        # `tokenizers`' offsets, the pieces of a split character all get that character.
-        ends = np.cumsum(self.token_bytes[np.asarray(ids, dtype=np.int64)]) if ids else np.zeros(0, np.int64)
-        starts = ends - self.token_bytes[np.asarray(ids, dtype=np.int64)] if ids else ends
-        if line.isascii():
-            return list(zip(starts.tolist(), ends.tolist()))
-        char_ends = np.cumsum(np.fromiter((len(c.encode()) for c in line), dtype=np.int64, count=len(line)))
+    def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
+        ids = self.encode(lines)
+        flat, counts = _flat(ids)
+        # The tokens of a batch cover its lines' bytes end to end, so one cumulative sum gives
+        # every token's byte range in the concatenated text; each range is then mapped to the
+        # characters holding it (the pieces of a split character all get that character).
+        lengths = self.token_bytes[flat]
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        points = np.frombuffer("".join(lines).encode("utf-32-le"), dtype=np.uint32)
+        char_ends = np.cumsum(1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000), dtype=np.int64)
         first = np.searchsorted(char_ends, starts, side="right")
         last = np.searchsorted(char_ends, ends - 1, side="right") + 1
-        return list(zip(first.tolist(), last.tolist()))
+        line_start = np.repeat(np.concatenate(([0], np.cumsum([len(line) for line in lines])[:-1])), counts)
+        spans = np.stack([first - line_start, last - line_start], axis=1) if len(flat) else np.zeros((0, 2), np.int64)
+        return EncodedBatch(ids, flat, spans, counts)
 
     def decode(self, batch: Sequence[Sequence[int]]) -> list[str]:
-        return self.enc.decode_batch([list(ids) for ids in batch], errors="replace", num_threads=self.threads)
+        return [self.enc.decode(list(ids), errors="replace") for ids in batch]
 
 
 def _token_lengths(enc: tiktoken.Encoding) -> np.ndarray:

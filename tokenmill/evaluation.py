@@ -38,17 +38,17 @@ def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
 
 
 def measure(encoder: Encoder, documents: Iterable[str], max_bytes: int | None = None) -> dict[str, Any]:
-    """The §6 metrics of an encoder on documents (at most max_bytes of them), plus the engine used."""
+    """The §6 metrics of an encoder on documents (about max_bytes characters of them at most), plus the engine used."""
     accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
     seen = 0
     for batch in batched(documents, BATCH_LINES):
-        encoded = encoder.encode_with_spans(batch)
-        decoded = encoder.decode([ids for ids, _ in encoded])
-        for line, (ids, spans), back in zip(batch, encoded, decoded):
-            accumulator.add(line, ids, spans, back == line)
-            seen += len(line.encode())
-        if max_bytes is not None and seen >= max_bytes:
-            break
+        encoded = encoder.encode_batch(batch)
+        roundtrips = sum(back == line for line, back in zip(batch, encoder.decode(encoded.ids)))
+        accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, roundtrips)
+        if max_bytes is not None:
+            seen += sum(len(line) for line in batch)
+            if seen >= max_bytes:
+                break
     return {**accumulator.result(), "engine": encoder.engine}
 
 

@@ -68,6 +68,37 @@ class MetricsAccumulator:
             raise ValueError(f"{len(ids)} token ids but {len(spans)} spans")
         if len(ids) and min(ids) < 0:
             raise ValueError(f"token ids must be >= 0, got {min(ids)}")
+        self._count_line(line, roundtrip_ok)
+        self._batch.append(line)
+        self._batch_size += len(ids) + len(line) // 4
+        self._ids.extend(ids)
+        self._token_spans.extend(spans)
+        self._line_tokens.append(len(ids))
+        if self._batch_size >= _BATCH_SIZE:
+            self._flush()
+
+    def add_batch(
+        self,
+        lines: Sequence[str],
+        ids: np.ndarray,
+        spans: np.ndarray,
+        line_tokens: np.ndarray,
+        roundtrips: int,
+    ) -> None:
+        """Account for many lines at once: flat ids, (n, 2) spans, tokens per line, lines that round-trip."""
+        if len(spans) != len(ids) or int(np.sum(line_tokens)) != len(ids) or len(line_tokens) != len(lines):
+            raise ValueError("ids, spans, line_tokens and lines do not agree in size")
+        if len(ids) and int(ids.min()) < 0:
+            raise ValueError(f"token ids must be >= 0, got {int(ids.min())}")
+        self._flush()
+        for line in lines:
+            self._count_line(line, False)
+        self._roundtrips += roundtrips
+        self._batch = list(lines)
+        self._measure(np.asarray(ids, dtype=np.int64), np.asarray(spans, dtype=np.int64).reshape(-1, 2),
+                      np.asarray(line_tokens, dtype=np.int64))
+
+    def _count_line(self, line: str, roundtrip_ok: bool) -> None:
         self._lines += 1
         self._roundtrips += bool(roundtrip_ok)
         self._characters += len(line)
@@ -78,13 +109,6 @@ class MetricsAccumulator:
             self._special_lines.append(len(self._batch))
             self._special_words.extend(words)
             self._special_counts.append(len(words))
-        self._batch.append(line)
-        self._batch_size += len(ids) + len(line) // 4
-        self._ids.extend(ids)
-        self._token_spans.extend(spans)
-        self._line_tokens.append(len(ids))
-        if self._batch_size >= _BATCH_SIZE:
-            self._flush()
 
     def result(self) -> dict[str, float | int | str]:
         """Return the §6 metrics of everything added so far; empty input gives zeros."""
@@ -140,7 +164,11 @@ class MetricsAccumulator:
         """Measure the buffered lines in numpy and fold them into the totals."""
         if not self._batch:
             return
-        self._count_ids(np.asarray(self._ids, dtype=np.int64))
+        self._measure(np.asarray(self._ids, dtype=np.int64), _as_spans(self._token_spans),
+                      np.asarray(self._line_tokens, dtype=np.int64))
+
+    def _measure(self, ids: np.ndarray, tokens: np.ndarray, line_tokens: np.ndarray) -> None:
+        self._count_ids(ids)
         # The batch is one text, lines joined by a newline: a line's spans shift by where
         # it starts, and the newline keeps one line's spans from touching the next's.
         text = "\n".join(self._batch)
@@ -148,10 +176,9 @@ class MetricsAccumulator:
         lengths = np.fromiter(map(len, self._batch), dtype=np.int64, count=len(self._batch))
         starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]])
         words = self._batch_words(text, starts)
-        tokens = _as_spans(self._token_spans)
         # Clip spans to their line, then shift them to batch positions.
-        tokens = np.clip(tokens, 0, np.repeat(lengths, self._line_tokens)[:, None])
-        tokens += np.repeat(starts, self._line_tokens)[:, None]
+        tokens = np.clip(tokens, 0, np.repeat(lengths, line_tokens)[:, None])
+        tokens += np.repeat(starts, line_tokens)[:, None]
         self._words += len(words)
         self._continued += continued_words(words, tokens)
         self._clear_batch()

@@ -60,6 +60,6 @@ def encode_with_reference(name: str, text: Any) -> dict[str, Any]:
     if name not in REFERENCE_NAMES:
         raise InvalidInput(f"unknown reference {name!r}: use one of {', '.join(REFERENCE_NAMES)}", field="reference")
     encoder = reference_encoder(name)
-    ((ids, offsets),) = encoder.encode_with_spans([text])
+    ids, offsets = encoder.encode_batch([text]).line(0)
     tokens = [encoder.enc.decode_single_token_bytes(i).decode("utf-8", "replace") for i in ids]
     return {"tokenizer": name, **_summary(text, ids, tokens, offsets)}

@@ -23,8 +23,10 @@ by design and cannot be expressed in tokenizer.json:
   `tokenizers` does not (the rest is the same).
 Special tokens are matched after normalization in `tokenizers` and before it in sentencepiece,
 so a special token with a space or a character NFKC changes is not matched alike. Decoding is
-the same for ids without special tokens or <unk>; sentencepiece drops control tokens, and
-`tokenizers` with skip_special_tokens drops user-defined ones as well.
+the same for ids without special tokens or <unk>, as long as they do not cut a character's
+byte pieces (sentencepiece then keeps the whole characters of the run, `tokenizers` writes
+U+FFFD for every byte of it); sentencepiece drops control tokens, and `tokenizers` with
+skip_special_tokens drops user-defined ones as well.
 
 Deliberately not here: reading corpora, files and the manifest (export.py), the checks that
 belong at submission (spec.py), and min_frequency, which sentencepiece has no option for.
@@ -33,7 +35,6 @@ belong at submission (spec.py), and min_frequency, which sentencepiece has no op
 import io
 import math
 import os
-import random
 import re
 import sys
 import threading
@@ -105,8 +106,8 @@ def trainer_options(spec: TrainingSpec) -> dict:
         "remove_extra_whitespaces": False,
         "user_defined_symbols": [token for token in tokens if token not in ROLE_TOKENS],
         **ids,
-        "input_sentence_size": spec.max_sentences or 0,
-        "shuffle_input_sentence": True,
+        # max_sentences is sampled before training (tokenmill.sampling): no sampling here.
+        "input_sentence_size": 0,
         "max_sentence_length": MAX_SENTENCE_BYTES,
         # A corpus too small for vocab_size gives a smaller vocabulary, as `tokenizers` does,
         # instead of failing the job.
@@ -118,37 +119,55 @@ def trainer_options(spec: TrainingSpec) -> dict:
 def train_sentencepiece(spec: TrainingSpec, texts: Iterable[str], progress: Progress | None = None) -> SentencePieceResult:
     """Train a sentencepiece model on the texts, as the spec says, and convert it for `tokenizers`."""
     options = trainer_options(spec)
-    if spec.max_sentences:
-        texts = sample(texts, spec.max_sentences, spec.seed)
-    # sentencepiece's own sampling ignores this seed across processes (0.2.3), hence sample();
-    # the seed still covers any other random choice the trainer makes.
-    sentencepiece.set_random_generator_seed(spec.seed)
+    # The caller samples max_sentences (tokenmill.sampling): sentencepiece's own sampling
+    # differs from one process to the next whatever the seed (0.2.3).
+    sentencepiece.set_random_generator_seed(spec.seed)  # for whatever else the trainer draws
     if progress:
         progress(0.0)
     log = _LogProgress(progress, spec.vocab_size)
-    writer = io.BytesIO()
-    with _training_log(log.line):
-        sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=writer, **options)
+    model = _train(options, texts, log)
     if log.failure is not None:
         raise log.failure
     if progress:
         progress(1.0)
-    model = writer.getvalue()
     proto = model_pb2.ModelProto.FromString(model)
     return SentencePieceResult(model=model, vocab=vocab_file(proto), tokenizer_json=tokenizer_json(proto),
                                vocab_size=len(proto.pieces))
 
 
-def sample(texts: Iterable[str], limit: int, seed: int) -> list[str]:
-    """A uniform sample of at most `limit` texts, the same for the same seed (reservoir sampling)."""
-    rng = random.Random(seed)
-    kept: list[str] = []
-    for index, text in enumerate(texts):
-        if index < limit:
-            kept.append(text)
-        elif (slot := rng.randrange(index + 1)) < limit:
-            kept[slot] = text
-    return kept
+def _train(options: dict, texts: Iterable[str], log: "_LogProgress") -> bytes:
+    feed = _Texts(texts)
+    writer = io.BytesIO()
+    try:
+        with _training_log(log.line):
+            sentencepiece.SentencePieceTrainer.train(sentence_iterator=feed, model_writer=writer, **options)
+    except RuntimeError as exc:
+        # sentencepiece turns an exception from the texts into RuntimeError("INTERNAL: ..."):
+        # give the caller back its own (a cancelled job, a corrupt corpus, a time limit).
+        if feed.failure is not None:
+            raise feed.failure from exc
+        raise
+    return writer.getvalue()
+
+
+class _Texts:
+    """The texts as sentencepiece reads them, keeping the exception they raise, if any."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self.texts = iter(texts)
+        self.failure: BaseException | None = None
+
+    def __iter__(self) -> "_Texts":
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return next(self.texts)
+        except StopIteration:
+            raise
+        except BaseException as exc:
+            self.failure = exc
+            raise
 
 
 def vocab_file(proto: model_pb2.ModelProto) -> bytes:
@@ -238,6 +257,8 @@ def bpe_merges(proto: model_pb2.ModelProto) -> list[tuple[str, str]]:
 # and then progress only moves at the start and the end.
 _LOG_RECORD = re.compile(r"^([IWEF])\d{4} ")
 _ABSL_BANNER = "WARNING: All log messages before absl::InitializeLog()"
+# The spec printed at the start, one unprefixed line a field: "trainer_spec {", "  vocab_size: 4000", "}".
+_SPEC_DUMP = re.compile(r"^(?:\w+ \{\}?|\}|  \w+: .*)$")
 _META_PIECE = re.compile(r"\] Adding meta_piece: ")
 _ALPHABET = re.compile(r"\] Alphabet size=(\d+)")
 _EM_ROUND = re.compile(r"\] EM sub_iter=\d+ size=(\d+)")
@@ -296,53 +317,61 @@ def _training_log(on_line: Callable[[str], None]) -> Iterator[None]:
     """While the block runs, sentencepiece's log (fd 2) goes to on_line instead of stderr.
 
     Its INFO records (hundreds a run) are handed over and dropped; anything else written to
-    fd 2 meanwhile — its warnings and errors, other threads' output — is passed on to stderr.
-    fd 2 is the process's: a second training in another thread runs without a progress log.
+    fd 2 meanwhile (its warnings and errors, other threads' output) is passed on to stderr.
+    fd 2 belongs to the whole process: a training started while another one holds it, or in
+    a process without fd 2, runs without a progress log.
     """
     if not _STDERR_LOCK.acquire(blocking=False):
         yield
         return
     try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-        read_end, write_end = os.pipe()
-        reader = threading.Thread(target=_pump, args=(read_end, saved, on_line), daemon=True,
-                                  name="sentencepiece-log")
-        try:
-            reader.start()
-        except BaseException:
-            for fd in (saved, read_end, write_end):
-                os.close(fd)
-            raise
-        try:
-            os.dup2(write_end, 2)
+        with _stderr_to(on_line):
             yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(write_end)  # the pipe's last write end: the reader sees EOF
-            reader.join(timeout=10)
-            if not reader.is_alive():  # else a forked child still holds the pipe and the reader writes to `saved`
-                os.close(saved)
     finally:
         _STDERR_LOCK.release()
 
 
+@contextmanager
+def _stderr_to(on_line: Callable[[str], None]) -> Iterator[None]:
+    _flush_sys_stderr()
+    try:
+        saved = os.dup(2)
+    except OSError:  # fd 2 is closed
+        yield
+        return
+    read_end, write_end = os.pipe()
+    reader = threading.Thread(target=_pump, args=(read_end, saved, on_line), daemon=True, name="sentencepiece-log")
+    try:
+        reader.start()
+        os.dup2(write_end, 2)
+        yield
+    finally:
+        _flush_sys_stderr()
+        os.dup2(saved, 2)
+        os.close(write_end)  # with fd 2 back, the pipe's last write end: the reader sees EOF
+        if reader.ident is None:  # it never started
+            os.close(read_end)
+        else:
+            reader.join(timeout=10)
+        if not reader.is_alive():  # else a forked child still holds the pipe, and the reader writes to `saved`
+            os.close(saved)
+
+
+def _flush_sys_stderr() -> None:
+    # Python's own buffered stderr output belongs to whichever fd 2 it was written under.
+    if sys.stderr is not None:
+        sys.stderr.flush()
+
+
 def _pump(read_end: int, forward_to: int, on_line: Callable[[str], None]) -> None:
-    # Read to the end whatever happens: a reader that stops leaves the trainer blocked on a full
-    # pipe. A line without the absl prefix continues the record before it (the spec dump).
-    info = False
+    # Read to the end whatever happens: a reader that stops leaves the trainer blocked on a full pipe.
     with os.fdopen(read_end, "rb") as pipe:
         for raw in pipe:
             line = raw.decode("utf-8", "replace")
-            if record := _LOG_RECORD.match(line):
-                info = record.group(1) == "I"
-            elif line.startswith(_ABSL_BANNER):
-                continue
             try:
-                if info:
+                if (record := _LOG_RECORD.match(line)) and record.group(1) == "I" or _SPEC_DUMP.match(line):
                     on_line(line)
-                else:
+                elif not line.startswith(_ABSL_BANNER):
                     os.write(forward_to, raw)
             except Exception:  # noqa: BLE001 - progress is best effort; the log must keep flowing
                 pass

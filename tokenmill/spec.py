@@ -116,6 +116,10 @@ def _check_combination(spec: TrainingSpec) -> None:
             _refuse("pre_tokenizer", "sentencepiece splits on whitespace itself: use 'metaspace' and no regex")
         if spec.normalization not in SENTENCEPIECE_NORMALIZATIONS:
             _refuse("normalization", f"sentencepiece supports {', '.join(SENTENCEPIECE_NORMALIZATIONS)}")
+        if spec.lowercase and spec.normalization == "none":
+            _refuse("lowercase", "sentencepiece folds case only together with nfkc: set normalization to 'nfkc'")
+        if spec.max_token_length and spec.max_token_length > 512:
+            _refuse("max_token_length", "sentencepiece allows pieces of at most 512 characters")
     if spec.byte_level and spec.byte_fallback:
         _refuse("byte_fallback", "a byte-level vocabulary already covers every byte; drop byte_fallback")
     if spec.byte_level and spec.algorithm != "bpe":

@@ -4,17 +4,21 @@ Picks the library, streams the training documents from the store (reporting prog
 trains, and exports; the job pipeline does the rest (store, register, clean up).
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tokenizers import Tokenizer
+
+from tokenmill import training
 from tokenmill.corpora import iter_documents
 from tokenmill.export import artifact_files, manifest, sha256
 from tokenmill.models import Corpus
 from tokenmill.progress import tracked
+from tokenmill.sampling import reservoir_sample
+from tokenmill.sentencepiece_training import train_sentencepiece
 from tokenmill.spec import TrainingSpec
 from tokenmill.store import ObjectStore
-from tokenmill import training
 
 Report = Callable[..., None]
 
@@ -36,11 +40,22 @@ def train_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], r
                 lineage: dict[str, Any]) -> TrainedFiles:
     """Train as the spec says and return every file of the version, manifest included."""
     total = sum(c.characters for c in corpora)
-    report("training", 0.0, force=True)
-    texts = tracked(training_texts(store, corpora), total, report, "training", 0.0, 0.8)
-    tokenizer = training.train(spec, texts)
-    report("exporting", 0.85, force=True)
+    report("reading" if spec.max_sentences else "training", 0.0, force=True)
+    texts: Iterable[str] = training_texts(store, corpora)
+    if spec.max_sentences:
+        # A seeded uniform sample over all training corpora, drawn while streaming them.
+        texts = reservoir_sample(tracked(texts, total, report, "sampling", 0.0, 0.2), spec.max_sentences, spec.seed)
+        total = sum(map(len, texts))
+    reading = tracked(texts, total, report, "training", 0.2 if spec.max_sentences else 0.0, 0.5)
+    if spec.library == "sentencepiece":
+        result = train_sentencepiece(spec, reading, lambda done: report("training", 0.5 + 0.3 * done))
+        tokenizer = Tokenizer.from_str(result.tokenizer_json)
+        extra = {"tokenizer.model": result.model, "tokenizer.vocab": result.vocab}
+    else:
+        tokenizer, extra = training.train(spec, reading), {}
+    report("exporting", 0.82, force=True)
     files, tiktoken_info = artifact_files(spec, tokenizer)
-    vocab_size = tokenizer.get_vocab_size()
+    files.update(extra)
     files["manifest.json"] = manifest(spec, lineage, files, tiktoken_info)
-    return TrainedFiles(files=files, hashes={name: sha256(data) for name, data in files.items()}, vocab_size=vocab_size)
+    return TrainedFiles(files=files, hashes={name: sha256(data) for name, data in files.items()},
+                        vocab_size=tokenizer.get_vocab_size())

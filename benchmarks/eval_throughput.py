@@ -1,0 +1,81 @@
+"""Evaluation throughput (MB/s) against a bare `tokenizers` encode_batch of the same tokenizer.
+
+Trains a tokenizer per kind on real text, then, in the same run and on the same lines,
+times (a) `Tokenizer.encode_batch` alone and (b) Tokenmill's full evaluation (`measure`:
+encoding, spans, round-trip decoding and every metric) with the engine it picks.
+
+    .venv/bin/python -m benchmarks.eval_throughput [--mb 16] [--vocab 32000]
+"""
+
+import argparse
+import json
+import time
+
+from tokenizers import Tokenizer
+
+from tests.services import CORPORA
+from tokenmill import training
+from tokenmill.encoders import TokenizersEncoder, proven_encoder, version_encoders
+from tokenmill.evaluation import PROOF_LINES, batched, measure
+from tokenmill.export import artifact_files, manifest
+from tokenmill.spec import resolve_spec
+
+SOURCES = ["manpages/eng_Latn.txt", "fortunes/deu_Latn.txt", "code/python.txt", "debian_reference/zho_Hans.txt",
+           "fortunes/rus_Cyrl.txt", "bible/spa_Latn.txt"]
+KINDS = {
+    "byte-level BPE (gpt2 regex)": {},
+    "char BPE + byte fallback": {"byte_level": False, "pre_tokenizer": "metaspace", "byte_fallback": True},
+    "WordPiece": {"algorithm": "wordpiece"},
+    "Unigram": {"algorithm": "unigram"},
+}
+
+
+def text_lines(megabytes: float) -> list[str]:
+    """About `megabytes` of lines, taken evenly from several domains and scripts."""
+    share = int(megabytes * 1e6 / len(SOURCES))
+    lines = []
+    for source in SOURCES:
+        size = 0
+        with (CORPORA / source).open(encoding="utf-8") as handle:
+            for line in handle:
+                lines.append(line.rstrip("\n"))
+                size += len(line.encode())
+                if size >= share:
+                    break
+    return lines
+
+
+def bare_encode_batch(tokenizer: Tokenizer, lines: list[str]) -> float:
+    started = time.perf_counter()
+    for batch in batched(lines, 1024):
+        tokenizer.encode_batch(batch, add_special_tokens=False)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mb", type=float, default=16)
+    parser.add_argument("--train-mb", type=float, default=6)
+    parser.add_argument("--vocab", type=int, default=32000)
+    args = parser.parse_args()
+    train_lines, lines = text_lines(args.train_mb), text_lines(args.mb)[::-1]
+    megabytes = sum(len(line.encode()) for line in lines) / 1e6
+    print(f"evaluation text: {megabytes:.1f} MB, {len(lines)} lines; vocab {args.vocab}")
+    print("| kind | engine | bare encode_batch MB/s | Tokenmill evaluation MB/s | ratio |")
+    print("|---|---|---|---|---|")
+    for kind, overrides in KINDS.items():
+        spec = resolve_spec({"vocab_size": args.vocab, **overrides})
+        tokenizer = training.train(spec, train_lines)
+        files, info = artifact_files(spec, tokenizer)
+        files["manifest.json"] = manifest(spec, {}, files, info)
+        slow, fast = version_encoders(kind, files, json.loads(files["manifest.json"]))
+        encoder = proven_encoder(slow, fast, lines[:PROOF_LINES])
+        bare = bare_encode_batch(Tokenizer.from_str(files["tokenizer.json"].decode()), lines)
+        started = time.perf_counter()
+        measure(encoder, lines)
+        ours = time.perf_counter() - started
+        print(f"| {kind} | {encoder.engine} | {megabytes / bare:.2f} | {megabytes / ours:.2f} | {bare / ours:.2f}× |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

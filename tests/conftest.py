@@ -53,12 +53,16 @@ def store(settings):
     return open_store(settings.storage_url, settings.s3_endpoint_url)
 
 
-@pytest.fixture
-def team_key(sessionmaker):
+def make_team(sessionmaker):
     """A new team and its API key."""
     with transaction(sessionmaker) as session:
-        team, key = create_team(session, f"team-{uuid.uuid4().hex[:8]}")
-    return team, key
+        return create_team(session, f"team-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture
+def team_key(sessionmaker):
+    return make_team(sessionmaker)
+
 
 
 @pytest.fixture(scope="session")

@@ -147,7 +147,11 @@ def _truncated(files: dict[str, bytes], manifest: dict, data: dict, size: int) -
     if info.get("file") in files:
         ranks = {token: rank for token, rank in parse_rank_file(files[info["file"]]).items() if rank < base + keep}
         return TiktokenEncoder(f"curve-{size}", tiktoken_encoding(f"curve-{size}", ranks, info["special_tokens"], info["pat_str"]))
-    # The trainer gives merge i the id base + i, so the first `keep` merges own the ids below base + keep.
-    vocab = {token: i for token, i in model["vocab"].items() if i < base + keep}
+    # Drop what the later merges make; ids are left as they are (sentencepiece's BPE does
+    # not number pieces in merge order, so "ids below k" would drop characters).
+    pairs = [pair if isinstance(pair, list) else pair.split(" ") for pair in model["merges"]]
+    kept = pairs[:keep]
+    dropped = {"".join(pair) for pair in pairs[keep:]} - {"".join(pair) for pair in kept} - {p for pair in kept for p in pair}
+    vocab = {token: i for token, i in model["vocab"].items() if token not in dropped}
     truncated = dict(data, model=dict(model, vocab=vocab, merges=model["merges"][:keep]))
     return TokenizersEncoder(f"curve-{size}", Tokenizer.from_str(json.dumps(truncated)))

@@ -45,6 +45,10 @@ def _normalizer(spec: TrainingSpec) -> normalizers.Normalizer | None:
         steps.append(getattr(normalizers, spec.normalization.upper())())
     if spec.lowercase:
         steps.append(normalizers.Lowercase())
+    if spec.pre_tokenizer == "metaspace":
+        # sentencepiece's dummy prefix, always (Metaspace's own "always" skips texts that
+        # already start with a space, and decoding would then lose one); spaces become "▁".
+        steps += [normalizers.Prepend(METASPACE), normalizers.Replace(" ", METASPACE)]
     return normalizers.Sequence(steps) if steps else None
 
 
@@ -54,7 +58,7 @@ def _pre_tokenizer(spec: TrainingSpec) -> pre_tokenizers.PreTokenizer | None:
     if spec.pre_tokenizer == "whitespace":
         steps.append(pre_tokenizers.Whitespace())
     elif spec.pre_tokenizer == "metaspace":
-        steps.append(pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always"))
+        steps.append(pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="never"))
     elif pattern:
         steps.append(pre_tokenizers.Split(Regex(pattern), behavior="isolated"))
     if spec.split_digits:
@@ -69,17 +73,20 @@ def _pre_tokenizer(spec: TrainingSpec) -> pre_tokenizers.PreTokenizer | None:
 def _decoder(spec: TrainingSpec) -> decoders.Decoder:
     if spec.byte_level:
         return decoders.ByteLevel()
+    if spec.algorithm == "wordpiece":
+        return decoders.WordPiece(prefix=WORDPIECE_PREFIX)
+    if spec.end_of_word_suffix:
+        return decoders.BPEDecoder(suffix=spec.end_of_word_suffix)
+    # Llama's decoder: "▁" back to spaces, byte tokens back to bytes, one string, and the
+    # space the metaspace pre-tokenizer put in front of the text taken off again.
     steps: list[decoders.Decoder] = []
+    if spec.pre_tokenizer == "metaspace":
+        steps.append(decoders.Replace(METASPACE, " "))
     if spec.byte_fallback:
         steps.append(decoders.ByteFallback())
-    if spec.algorithm == "wordpiece":
-        steps.append(decoders.WordPiece(prefix=WORDPIECE_PREFIX))
-    elif spec.end_of_word_suffix:
-        steps.append(decoders.BPEDecoder(suffix=spec.end_of_word_suffix))
-    else:
-        steps.append(decoders.Fuse())
-        if spec.pre_tokenizer == "metaspace":
-            steps.append(decoders.Metaspace(replacement=METASPACE, prepend_scheme="always"))
+    steps.append(decoders.Fuse())
+    if spec.pre_tokenizer == "metaspace":
+        steps.append(decoders.Strip(content=" ", left=1, right=0))
     return decoders.Sequence(steps)
 
 

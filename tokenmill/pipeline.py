@@ -27,6 +27,7 @@ from tokenmill.progress import JobCancelled, PeakMemory, Reporter
 from tokenmill.spec import TrainingSpec
 from tokenmill.store import ObjectStore
 from tokenmill.trainer import TrainedFiles, train_files
+from tokenmill.training import determinism
 from tokenmill.versions import next_version_number
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ def lineage(spec: TrainingSpec, corpora: list[Corpus], job_id: uuid.UUID) -> dic
         "libraries": {name: package_version(name) for name in (*LIBRARIES, "tokenmill")},
         "python": platform.python_version(),
         "seed": spec.seed,
+        "determinism": determinism(spec),
     }
 
 

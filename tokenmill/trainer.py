@@ -40,19 +40,29 @@ def train_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], r
                 lineage: dict[str, Any]) -> TrainedFiles:
     """Train as the spec says and return every file of the version, manifest included."""
     total = sum(c.characters for c in corpora)
-    report("reading" if spec.max_sentences else "training", 0.0, force=True)
-    texts: Iterable[str] = training_texts(store, corpora)
+    report("training", 0.0, force=True)
+    sample = None
     if spec.max_sentences:
         # A seeded uniform sample over all training corpora, drawn while streaming them.
-        texts = reservoir_sample(tracked(texts, total, report, "sampling", 0.0, 0.2), spec.max_sentences, spec.seed)
-        total = sum(map(len, texts))
-    reading = tracked(texts, total, report, "training", 0.2 if spec.max_sentences else 0.0, 0.5)
+        sample = reservoir_sample(tracked(training_texts(store, corpora), total, report, "sampling", 0.0, 0.2),
+                                  spec.max_sentences, spec.seed)
+        total = sum(map(len, sample))
+
+    def texts() -> Iterable[str]:
+        return sample if sample is not None else training_texts(store, corpora)
+
+    alphabet = None
+    if training.needs_alphabet(spec):
+        # One more pass over the texts, to choose the alphabet the way character_coverage says.
+        alphabet = training.coverage_alphabet(spec, tracked(texts(), total, report, "counting characters", 0.0, 0.2))
+    start = 0.0 if sample is None and alphabet is None else 0.2
+    reading = tracked(texts(), total, report, "training", start, 0.5)
     if spec.library == "sentencepiece":
         result = train_sentencepiece(spec, reading, lambda done: report("training", 0.5 + 0.3 * done))
         tokenizer = Tokenizer.from_str(result.tokenizer_json)
         extra = {"tokenizer.model": result.model, "tokenizer.vocab": result.vocab}
     else:
-        tokenizer, extra = training.train(spec, reading), {}
+        tokenizer, extra = training.train(spec, reading, alphabet), {}
     report("exporting", 0.82, force=True)
     files, tiktoken_info = artifact_files(spec, tokenizer)
     files.update(extra)

@@ -8,6 +8,7 @@ into ordinary vocabulary entries, so they decode to bytes and are not "special".
 """
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
@@ -17,6 +18,24 @@ from tokenmill.spec import TrainingSpec
 BYTE_TOKENS = [f"<0x{value:02X}>" for value in range(256)]
 METASPACE = "▁"
 WORDPIECE_PREFIX = "##"
+
+
+def determinism(spec: TrainingSpec) -> dict[str, bool | str]:
+    """Whether the same spec, corpora and seed give byte-identical files, and why not if not.
+
+    Measured across processes (tests/unit/test_determinism.py). `tokenizers` numbers the
+    continuing-subword tokens ("##x", "x</w>") in hash-map order, which differs per process,
+    and those ids break ties between equally frequent merges (tokenizers issue #1794); its
+    Unigram trainer has the same kind of ordering. No setting fixes either in 0.23.3.
+    """
+    if spec.library == "sentencepiece":
+        return {"deterministic": True, "note": "sentencepiece with a fixed thread count and a seeded sample"}
+    if spec.algorithm == "bpe" and not spec.end_of_word_suffix:
+        return {"deterministic": True, "note": "tokenizers BPE without subword prefix or suffix"}
+    return {"deterministic": False,
+            "note": "tokenizers assigns ids to continuing-subword tokens (and Unigram seeds) in hash-map order "
+                    "that changes per process; ties between equally frequent candidates can resolve differently "
+                    "(tokenizers issue #1794)"}
 
 
 def unk_token(spec: TrainingSpec) -> str | None:
@@ -90,20 +109,21 @@ def _decoder(spec: TrainingSpec) -> decoders.Decoder:
     return decoders.Sequence(steps)
 
 
-def _model_and_trainer(spec: TrainingSpec) -> tuple[models.Model, trainers.Trainer]:
+def _model_and_trainer(spec: TrainingSpec, alphabet: list[str] | None) -> tuple[models.Model, trainers.Trainer]:
     tokens = trainer_tokens(spec)
     unk = unk_token(spec)
     if spec.algorithm == "bpe":
         suffix = {"end_of_word_suffix": spec.end_of_word_suffix} if spec.end_of_word_suffix else {}
         model = models.BPE(unk_token=unk, byte_fallback=spec.byte_fallback, **suffix)
-        alphabet = pre_tokenizers.ByteLevel.alphabet() if spec.byte_level else []
+        initial = pre_tokenizers.ByteLevel.alphabet() if spec.byte_level else list(alphabet or [])
         options: dict = {"max_token_length": spec.max_token_length, **suffix} if spec.max_token_length else dict(suffix)
-        if spec.byte_fallback:
-            # Rare characters fall back to bytes; keep room in the vocabulary for merges.
-            options["limit_alphabet"] = max((spec.vocab_size - len(tokens)) // 2, 1)
+        if alphabet is not None:
+            # Exactly the chosen alphabet: the trainer's own cut keeps equally frequent
+            # characters in hash-map order, which differs from one process to the next.
+            options["limit_alphabet"] = len(alphabet)
         trainer = trainers.BpeTrainer(
             vocab_size=spec.vocab_size, min_frequency=spec.min_frequency, special_tokens=tokens,
-            initial_alphabet=alphabet, show_progress=False, **options,
+            initial_alphabet=initial, show_progress=False, **options,
         )
     elif spec.algorithm == "wordpiece":
         model = models.WordPiece(unk_token=unk, continuing_subword_prefix=WORDPIECE_PREFIX)
@@ -120,9 +140,9 @@ def _model_and_trainer(spec: TrainingSpec) -> tuple[models.Model, trainers.Train
     return model, trainer
 
 
-def build(spec: TrainingSpec) -> tuple[Tokenizer, trainers.Trainer]:
+def build(spec: TrainingSpec, alphabet: list[str] | None = None) -> tuple[Tokenizer, trainers.Trainer]:
     """An untrained tokenizer pipeline and the trainer for it."""
-    model, trainer = _model_and_trainer(spec)
+    model, trainer = _model_and_trainer(spec, alphabet)
     tokenizer = Tokenizer(model)
     if (normalizer := _normalizer(spec)) is not None:
         tokenizer.normalizer = normalizer
@@ -132,9 +152,42 @@ def build(spec: TrainingSpec) -> tuple[Tokenizer, trainers.Trainer]:
     return tokenizer, trainer
 
 
-def train(spec: TrainingSpec, texts: Iterable[str]) -> Tokenizer:
-    """Train a `tokenizers` tokenizer on the texts, as the spec says."""
-    tokenizer, trainer = build(spec)
+def needs_alphabet(spec: TrainingSpec) -> bool:
+    """Whether training first chooses an alphabet (character-level BPE with byte fallback)."""
+    return spec.library == "tokenizers" and spec.algorithm == "bpe" and spec.byte_fallback and not spec.byte_level
+
+
+def coverage_alphabet(spec: TrainingSpec, texts: Iterable[str]) -> list[str]:
+    """The most frequent characters covering `character_coverage` of the (normalized) text.
+
+    At most half the room left by the special and byte tokens goes to the alphabet, so
+    merges keep the other half; rarer characters fall back to bytes. Ties are broken by
+    code point, so the choice is the same in every process.
+    """
+    normalizer = _normalizer(spec)
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(normalizer.normalize_str(text) if normalizer else text)
+    budget = max((spec.vocab_size - len(trainer_tokens(spec))) // 2, 1)
+    total, covered, kept = sum(counts.values()), 0, []
+    for char, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        if len(kept) >= budget or (total and covered / total >= spec.character_coverage):
+            break
+        kept.append(char)
+        covered += count
+    return kept
+
+
+def train(spec: TrainingSpec, texts: Iterable[str], alphabet: list[str] | None = None) -> Tokenizer:
+    """Train a `tokenizers` tokenizer on the texts, as the spec says.
+
+    Callers that stream their texts choose the alphabet in a pass of their own and give it;
+    otherwise the texts are held in memory for the two passes.
+    """
+    if needs_alphabet(spec) and alphabet is None:
+        texts = list(texts)
+        alphabet = coverage_alphabet(spec, texts)
+    tokenizer, trainer = build(spec, alphabet)
     tokenizer.train_from_iterator(texts, trainer=trainer)
     if spec.byte_fallback:
         tokenizer = _unspecial_byte_tokens(tokenizer)

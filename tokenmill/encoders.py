@@ -126,9 +126,12 @@ class TiktokenEncoder(Encoder):
         ends = np.cumsum(lengths)
         starts = ends - lengths
         points = np.frombuffer("".join(lines).encode("utf-32-le"), dtype=np.uint32)
-        char_ends = np.cumsum(1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000), dtype=np.int64)
-        first = np.searchsorted(char_ends, starts, side="right")
-        last = np.searchsorted(char_ends, ends - 1, side="right") + 1
+        if len(points) and int(points.max()) < 0x80:
+            first, last = starts, ends  # ASCII: bytes are characters
+        else:
+            char_bytes = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
+            char_of_byte = np.repeat(np.arange(len(points), dtype=np.int64), char_bytes)
+            first, last = char_of_byte[starts], char_of_byte[ends - 1] + 1
         line_start = np.repeat(np.concatenate(([0], np.cumsum([len(line) for line in lines])[:-1])), counts)
         spans = np.stack([first - line_start, last - line_start], axis=1) if len(flat) else np.zeros((0, 2), np.int64)
         return EncodedBatch(ids, flat, spans, counts)

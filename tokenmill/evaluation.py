@@ -8,6 +8,7 @@ committed: the job pipeline registers a version and its evaluations in one trans
 import itertools
 import json
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ from sqlalchemy.orm import Session
 from tokenizers import Tokenizer
 
 from tokenmill.corpora import iter_documents
-from tokenmill.encoders import Encoder, TiktokenEncoder, TokenizersEncoder, proven_encoder, reference_encoder, version_encoders
+from tokenmill.encoders import EncodedBatch, Encoder, TiktokenEncoder, TokenizersEncoder, proven_encoder, reference_encoder, version_encoders
 from tokenmill.metrics import MetricsAccumulator
 from tokenmill.models import Corpus, Evaluation
 from tokenmill.references import REFERENCE_NAMES
@@ -40,16 +41,32 @@ def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
 def measure(encoder: Encoder, documents: Iterable[str], max_bytes: int | None = None) -> dict[str, Any]:
     """The §6 metrics of an encoder on documents (about max_bytes characters of them at most), plus the engine used."""
     accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
-    seen = 0
-    for batch in batched(documents, BATCH_LINES):
-        encoded = encoder.encode_batch(batch)
+    for batch, encoded in _encoded_ahead(encoder, _capped(documents, max_bytes)):
         roundtrips = sum(back == line for line, back in zip(batch, encoder.decode(encoded.ids)))
         accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, roundtrips)
-        if max_bytes is not None:
-            seen += sum(len(line) for line in batch)
-            if seen >= max_bytes:
-                break
     return {**accumulator.result(), "engine": encoder.engine}
+
+
+def _capped(documents: Iterable[str], max_chars: int | None) -> Iterator[list[str]]:
+    seen = 0
+    for batch in batched(documents, BATCH_LINES):
+        yield batch
+        seen += sum(map(len, batch))
+        if max_chars is not None and seen >= max_chars:
+            return
+
+
+def _encoded_ahead(encoder: Encoder, batches: Iterator[list[str]]) -> Iterator[tuple[list[str], EncodedBatch]]:
+    # Encoding (native code, outside the GIL) of the next batch overlaps the metrics of this one.
+    with ThreadPoolExecutor(1) as ahead:
+        batch = next(batches, None)
+        pending = ahead.submit(encoder.encode_batch, batch) if batch is not None else None
+        while batch is not None:
+            following = next(batches, None)
+            encoded = pending.result()
+            pending = ahead.submit(encoder.encode_batch, following) if following is not None else None
+            yield batch, encoded
+            batch = following
 
 
 def corpus_documents(store: ObjectStore, corpus: Corpus) -> Iterator[str]:

@@ -91,8 +91,13 @@ class MetricsAccumulator:
         if len(ids) and int(ids.min()) < 0:
             raise ValueError(f"token ids must be >= 0, got {int(ids.min())}")
         self._flush()
-        for line in lines:
-            self._count_line(line, False)
+        if contains_no_space_script("".join(lines)):
+            for line in lines:
+                self._count_line(line, False)
+        else:
+            # No line needs the per-character word rule: count the batch in one go.
+            self._lines += len(lines)
+            self._characters += sum(map(len, lines))
         self._roundtrips += roundtrips
         self._batch = list(lines)
         self._measure(np.asarray(ids, dtype=np.int64), np.asarray(spans, dtype=np.int64).reshape(-1, 2),

@@ -59,6 +59,10 @@ class Encoder:
     def decode(self, batch: Sequence[Sequence[int]]) -> list[str]:
         raise NotImplementedError
 
+    def roundtrips(self, lines: Sequence[str], encoded: "EncodedBatch") -> int:
+        """How many lines decode back to themselves."""
+        return sum(back == line for line, back in zip(lines, self.decode(encoded.ids)))
+
 
 def _flat(ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     counts = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
@@ -138,6 +142,18 @@ class TiktokenEncoder(Encoder):
 
     def decode(self, batch: Sequence[Sequence[int]]) -> list[str]:
         return [self.enc.decode(list(ids), errors="replace") for ids in batch]
+
+    def roundtrips(self, lines: Sequence[str], encoded: "EncodedBatch") -> int:
+        """Exact, with one decode per batch: if the whole batch decodes to its bytes and every
+        line's tokens hold exactly that line's byte count, every line decodes to itself."""
+        data = [line.encode() for line in lines]
+        per_line = np.add.reduceat(self.token_bytes[encoded.flat], np.r_[0, np.cumsum(encoded.counts)[:-1]]) \
+            if len(encoded.flat) else np.zeros(len(lines), np.int64)
+        per_line = np.where(encoded.counts > 0, per_line, 0)  # reduceat repeats a value for empty lines
+        if (per_line == np.fromiter(map(len, data), np.int64, len(data))).all() \
+                and self.enc.decode_bytes(encoded.flat.tolist()) == b"".join(data):
+            return len(lines)
+        return super().roundtrips(lines, encoded)
 
 
 def _token_lengths(enc: tiktoken.Encoding) -> np.ndarray:

@@ -42,8 +42,7 @@ def measure(encoder: Encoder, documents: Iterable[str], max_bytes: int | None = 
     """The §6 metrics of an encoder on documents (about max_bytes characters of them at most), plus the engine used."""
     accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
     for batch, encoded in _encoded_ahead(encoder, _capped(documents, max_bytes)):
-        roundtrips = sum(back == line for line, back in zip(batch, encoder.decode(encoded.ids)))
-        accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, roundtrips)
+        accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, encoder.roundtrips(batch, encoded))
     return {**accumulator.result(), "engine": encoder.engine}
 
 

@@ -27,20 +27,27 @@ def serve(host: str, port: int) -> None:
     uvicorn.run("service.app:create_app", factory=True, host=host, port=port, log_level="info")
 
 
-def worker(concurrency: int) -> None:
+def _beat_schedule() -> str:
+    import tempfile
+
+    return str(Path(tempfile.gettempdir()) / "tokenmill-beat-schedule")
+
+
+def worker(concurrency: int, with_beat: bool = False) -> None:
     from workers.app import app
 
-    app.worker_main(["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=prefork",
-                     "--without-gossip", "--without-mingle"])
+    argv = ["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=prefork",
+            "--without-gossip", "--without-mingle"]
+    if with_beat:
+        # One process runs the sweeper too: for the embedded mode, where there is no beat service.
+        argv += ["--beat", f"--schedule={_beat_schedule()}"]
+    app.worker_main(argv)
 
 
 def beat() -> None:
     from workers.app import app
 
-    import tempfile
-
-    schedule = Path(tempfile.gettempdir()) / "tokenmill-beat-schedule"
-    app.start(["beat", "--loglevel=INFO", f"--schedule={schedule}"])
+    app.start(["beat", "--loglevel=INFO", f"--schedule={_beat_schedule()}"])
 
 
 def create_team(name: str) -> None:
@@ -64,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000)
     p = sub.add_parser("worker", help="run a Celery worker")
     p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--beat", action="store_true", help="also run the periodic sweeper in this process")
     sub.add_parser("beat", help="run the periodic sweeper")
     p = sub.add_parser("up", help="embedded mode: SQLite, a local folder and a local transport; API + worker")
     p.add_argument("--host", default="127.0.0.1")
@@ -82,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "serve":
         serve(args.host, args.port)
     elif args.command == "worker":
-        worker(args.concurrency)
+        worker(args.concurrency, args.beat)
     elif args.command == "beat":
         beat()
     elif args.command == "up":

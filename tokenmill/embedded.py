@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tokenmill.corpus_stats import record_statistics
 from tokenmill.db import make_engine, make_sessionmaker, transaction
 from tokenmill.ingest import CorpusFields, ingest_corpus
 from tokenmill.settings import get_settings
@@ -41,6 +42,7 @@ def first_start(home: Path) -> str:
     factory = make_sessionmaker(make_engine(settings.database_url))
     store = open_store(settings.storage_url)
     key_file = home / "api-key"
+    demo = []
     with transaction(factory) as session:
         team = team_by_name(session, LOCAL_TEAM)
         if team is None:
@@ -49,7 +51,9 @@ def first_start(home: Path) -> str:
             key_file.chmod(0o600)
             for filename, fields in DEMO_CORPORA:
                 with (DEMO / filename).open("rb") as handle:
-                    ingest_corpus(session, store, team, fields, read_into(handle), settings.max_upload_bytes)
+                    demo.append(ingest_corpus(session, store, team, fields, read_into(handle), settings.max_upload_bytes))
+    for corpus in demo:  # small: computed here rather than queued
+        record_statistics(factory, store, corpus.id)
     return key_file.read_text().strip()
 
 
@@ -63,7 +67,7 @@ def up(home: Path, host: str, port: int) -> None:
     get_settings.cache_clear()
     migrate()
     key = first_start(home)
-    worker = subprocess.Popen([sys.executable, "-m", "tokenmill", "worker"], env=dict(os.environ))
+    worker = subprocess.Popen([sys.executable, "-m", "tokenmill", "worker", "--beat"], env=dict(os.environ))
     print(f"\nTokenmill is starting on http://{host}:{port}  (data in {home.resolve()})")
     print(f"API key of team '{LOCAL_TEAM}' (also in {home / 'api-key'}):\n{key}\n", flush=True)
     try:

@@ -1,0 +1,44 @@
+"""`tokenmill up`: SQLite, a local folder store and the filesystem transport, with a real worker."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+
+from tests.services import free_port, wait_for
+
+
+def test_embedded_mode_serves_seeds_and_trains(tmp_path):
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENMILL_")}
+    process = subprocess.Popen([sys.executable, "-m", "tokenmill", "up", "--home", str(tmp_path / "home"),
+                                "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: httpx.get(f"{base}/healthz").status_code == 200, "embedded API", 60)
+        key = (tmp_path / "home" / "api-key").read_text().strip()
+        http = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+        corpora = http.get("/v1/corpora").json()["items"]
+        assert {c["name"] for c in corpora} == {"demo-bible-en", "demo-bible-es"}
+        assert all(c["statistics"]["distinct_words"] > 1000 for c in corpora)
+        job = http.post("/v1/jobs", json={"tokenizer": "demo", "spec": {"vocab_size": 600},
+                                          "train_corpora": [corpora[0]["id"]]}).json()
+        deadline = time.monotonic() + 120
+        while (job := http.get(f"/v1/jobs/{job['id']}").json())["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline, job
+            time.sleep(0.5)
+        assert job["status"] == "succeeded", job["error"]
+        assert http.get("/v1/tokenizers/demo/versions/1/files/tokenizer.json").status_code == 200
+        english = next(c for c in corpora if c["language"] == "eng_Latn")
+        evaluations = http.get("/v1/tokenizers/demo/versions/1/evaluations").json()["items"]
+        assert next(e for e in evaluations if e["corpus_id"] == english["id"])["metrics"]["premium"] == 1.0
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)

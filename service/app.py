@@ -4,7 +4,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from service import problems
+from service import problems, web
 from service.queue import Queue
 from service.routes import corpora, evaluations, health, jobs, tokenizers
 from tokenmill.db import make_engine, make_sessionmaker
@@ -32,4 +32,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     problems.install(app)
     for module in (health, corpora, jobs, tokenizers, evaluations):
         app.include_router(module.router)
+    app.mount("/static", web.static_files(), name="static")
+    app.include_router(web.router)
     return app

@@ -6,6 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests import services
+from tests.stack import stack  # noqa: F401  (one API + worker pair for the e2e and browser suites)
 from tokenmill.db import make_engine, make_sessionmaker, transaction
 from tokenmill.settings import Settings
 from tokenmill.store import open_store

@@ -1,70 +1,10 @@
-"""End-to-end: the API and a `tokenmill worker` as real processes, on PostgreSQL, Redis and S3."""
-
-import os
-import subprocess
-import sys
-import uuid
+"""End-to-end fixtures: an HTTP client of the running stack (tests/stack.py), as a new team."""
 
 import httpx
 import pytest
-
-from tests import services
-
-# Short limits so a broken job cannot hold the suite; the sweeper thresholds stay generous.
-LIMITS = {"TOKENMILL_JOB_SOFT_TIME_LIMIT": "240", "TOKENMILL_JOB_HARD_TIME_LIMIT": "300"}
-
-
-def process_env(settings, redis_db: int) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(services.AWS_ENV)
-    env.update(LIMITS)
-    env.update({
-        "TOKENMILL_DATABASE_URL": settings.database_url,
-        "TOKENMILL_BROKER_URL": settings.broker_url.rsplit("/", 1)[0] + f"/{redis_db}",
-        "TOKENMILL_STORAGE_URL": settings.storage_url,
-        "TOKENMILL_S3_ENDPOINT_URL": settings.s3_endpoint_url,
-    })
-    return env
-
-
-@pytest.fixture(scope="session")
-def stack(settings, tmp_path_factory):
-    """Base URL of an API process, with a worker process consuming its queue."""
-    import redis
-
-    redis_db = 7
-    redis.Redis.from_url(settings.broker_url.rsplit("/", 1)[0] + f"/{redis_db}").flushdb()
-    env = process_env(settings, redis_db)
-    logs = tmp_path_factory.mktemp("logs")
-    port = services.free_port()
-    tokenmill = [sys.executable, "-m", "tokenmill"]
-    worker_log = open(logs / "worker.log", "wb")
-    api_log = open(logs / "api.log", "wb")
-    worker = subprocess.Popen([*tokenmill, "worker", "--concurrency", "1"], env=env, stdout=worker_log, stderr=subprocess.STDOUT)
-    api = subprocess.Popen([*tokenmill, "serve", "--port", str(port)], env=env, stdout=api_log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        services.wait_for(lambda: httpx.get(f"{base}/healthz").status_code == 200, "tokenmill API", 60)
-        yield base
-    finally:
-        for process in (api, worker):
-            process.terminate()
-        for process in (api, worker):
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        worker_log.close()
-        api_log.close()
-        print("worker log tail:\n" + (logs / "worker.log").read_text(errors="replace")[-3000:])
-
 
 @pytest.fixture
 def http(stack, team_key):
     _, key = team_key
     with httpx.Client(base_url=stack, headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
         yield client
-
-
-def unique(name: str) -> str:
-    return f"{name}-{uuid.uuid4().hex[:6]}"

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import make_team
 from tests.combinations import COMBINATIONS, LANGUAGES, TORTURE
-from tests.e2e.conftest import unique
+from tests.stack import unique
 from tests.e2e.test_walking_skeleton import wait_for_job
 from tests.loaders import decoders, encoders
 from tests.services import CORPORA

@@ -5,7 +5,7 @@ import time
 import pytest
 from tokenizers import Tokenizer
 
-from tests.e2e.conftest import unique
+from tests.stack import unique
 from tests.e2e.test_walking_skeleton import wait_for_job
 from tests.services import CORPORA
 

@@ -7,7 +7,7 @@ import time
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer
 
-from tests.e2e.conftest import unique
+from tests.stack import unique
 from tests.services import CORPORA
 
 TORTURE = [

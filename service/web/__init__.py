@@ -1,0 +1,19 @@
+"""The team dashboards: server-rendered pages at `/`, signed in with an API key (cookie session).
+
+`router` holds every page and the few JSON endpoints the pages' script calls; `static_files`
+serves the one stylesheet and the one script. Pages call the same core functions as /v1.
+"""
+
+from fastapi import APIRouter
+from fastapi.staticfiles import StaticFiles
+
+from service.web import corpora, fertility, jobs, signin, versions
+from service.web.render import STATIC
+
+router = APIRouter(include_in_schema=False)
+for module in (signin, fertility, versions, jobs, corpora):
+    router.include_router(module.router)
+
+
+def static_files() -> StaticFiles:
+    return StaticFiles(directory=STATIC)

@@ -1,0 +1,116 @@
+"""The corpora page (upload form and list) and a corpus page with its statistics and Zipf and Heaps plots.
+
+The upload calls `ingest_corpus`, commits, then queues the statistics task, as POST
+/v1/corpora does. Without script the form posts and the browser follows the redirect; the
+page's script posts the same form with XMLHttpRequest (to show progress) and asks for JSON.
+"""
+
+import math
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from markupsafe import Markup
+from sqlalchemy import select
+from starlette.datastructures import FormData, UploadFile
+
+from service.deps import QueueDep, SessionDep, StoreDep
+from service.problems import problem
+from service.routes.corpora import get_corpus
+from service.web.auth import FormDep, WebSessionDep
+from service.web.charts import Axis, Series, line_chart
+from service.web.render import WebRoute, render, see_other, wants_json
+from tokenmill.corpora import FORMATS
+from tokenmill.errors import InvalidInput, TokenmillError
+from tokenmill.ingest import CorpusFields, ingest_corpus
+from tokenmill.models import Corpus
+from tokenmill.pagination import Page, paginate
+from tokenmill.store import read_into
+
+router = APIRouter(route_class=WebRoute, include_in_schema=False)
+
+PER_PAGE = 50
+FIELDS = ("name", "domain", "language", "format", "text_field", "parallel_group")
+
+
+def _corpora_page(request: Request, session, web, page: int, form: FormData | None = None,
+                  error: TokenmillError | None = None):
+    query = select(Corpus).where(Corpus.team_id == web.team.id)
+    rows, total = paginate(session, query.order_by(Corpus.created_at.desc()), Page(page=page, limit=PER_PAGE))
+    values = {name: str(form.get(name) or "") for name in FIELDS} if form else {"format": "text"}
+    return render(request, "corpora.html", web, status_code=error.status if error else 200, corpora=rows, total=total,
+                  page=page, pages=max(1, -(-total // PER_PAGE)), formats=FORMATS, values=values, error=error)
+
+
+@router.get("/corpora")
+def corpora_page(request: Request, session: SessionDep, web: WebSessionDep, page: Annotated[int, Query(ge=1)] = 1):
+    return _corpora_page(request, session, web, page)
+
+
+def _fields(form: FormData) -> CorpusFields:
+    def text(name: str) -> str:
+        value = form.get(name)
+        return value.strip() if isinstance(value, str) else ""
+
+    return CorpusFields(name=text("name"), domain=text("domain"), language=text("language"),
+                        format=text("format") or "text", text_field=text("text_field") or None,
+                        parallel_group=text("parallel_group") or None)
+
+
+@router.post("/corpora")
+def upload(request: Request, session: SessionDep, store: StoreDep, queue: QueueDep, web: WebSessionDep, form: FormDep):
+    upload_file = form.get("file")
+    try:
+        if not isinstance(upload_file, UploadFile) or not upload_file.filename:
+            raise InvalidInput("choose a file to upload", field="file")
+        fields = _fields(form)
+        corpus = ingest_corpus(session, store, web.team, fields, read_into(upload_file.file),
+                               request.app.state.settings.max_upload_bytes)
+    except TokenmillError as exc:  # InvalidInput, InvalidCorpus, TooLarge: the form says what to fix
+        session.rollback()
+        if wants_json(request):
+            return problem(exc.status, exc.title, exc.detail, field=exc.field, instance=request.url.path)
+        return _corpora_page(request, session, web, 1, form, exc)
+    session.commit()
+    queue.send_statistics(corpus.id)
+    location = f"/corpora/{corpus.id}"
+    if wants_json(request):
+        return JSONResponse({"id": str(corpus.id), "location": location}, status_code=201)
+    return see_other(location)
+
+
+def zipf_chart(statistics: dict[str, Any]) -> Markup:
+    """Frequency against rank, log-log, with a line of the fitted Zipf exponent through the points' centre."""
+    points = [(x, y) for x, y in statistics.get("zipf_points") or [] if x > 0 and y > 0]
+    series = [Series("words", points)]
+    exponent = statistics.get("zipf_exponent") or 0.0
+    if len(points) > 1 and exponent:
+        mean_x = sum(math.log(x) for x, _ in points) / len(points)
+        mean_y = sum(math.log(y) for _, y in points) / len(points)
+        ends = (points[0][0], points[-1][0])
+        fit = [(x, math.exp(mean_y - exponent * (math.log(x) - mean_x))) for x in ends]
+        series.append(Series(f"fit: frequency ∝ rank^−{exponent:.2f}", fit, dashed=True))
+    return line_chart(series, Axis("rank", log=True), Axis("frequency", log=True),
+                      title="Zipf: word frequency against rank (log-log)", chart_id="zipf")
+
+
+def heaps_chart(statistics: dict[str, Any]) -> Markup:
+    """Distinct words against words read, log-log, with the fitted Heaps curve K·n^β."""
+    points = [(x, y) for x, y in statistics.get("heaps_points") or [] if x > 0 and y > 0]
+    series = [Series("distinct words", points)]
+    k, beta = statistics.get("heaps_k") or 0.0, statistics.get("heaps_beta") or 0.0
+    if len(points) > 1 and k:
+        ends = (points[0][0], points[-1][0])
+        series.append(Series(f"fit: {k:.1f}·n^{beta:.2f}", [(x, k * x**beta) for x in ends], dashed=True))
+    return line_chart(series, Axis("words read", log=True), Axis("distinct words", log=True),
+                      title="Heaps: vocabulary growth (log-log)", chart_id="heaps")
+
+
+@router.get("/corpora/{corpus_id}")
+def corpus_page(request: Request, session: SessionDep, web: WebSessionDep, corpus_id: uuid.UUID):
+    corpus = get_corpus(session, web.team, corpus_id)
+    statistics = corpus.statistics
+    charts = (zipf_chart(statistics), heaps_chart(statistics)) if statistics else ()
+    return render(request, "corpus.html", web, corpus=corpus, statistics=statistics, charts=charts)
+

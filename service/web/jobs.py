@@ -1,0 +1,85 @@
+"""The jobs page (live stage and progress, full errors, cancel) and the new-job form.
+
+Submitting and cancelling call `submit_job` and `cancel_job`, commit, then enqueue, as
+POST /v1/jobs does; a refused spec re-renders the form with the API's message and field.
+"""
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.deps import QueueDep, SessionDep
+from service.schemas import JobOut
+from service.web.auth import FormDep, WebSession, WebSessionDep
+from service.web.render import WebRoute, render, see_other
+from service.web.spec_form import form_values, spec_fields, spec_from_form
+from tokenmill.errors import InvalidInput
+from tokenmill.jobs import cancel_job, get_job, list_jobs, submit_job
+from tokenmill.models import FINISHED, Corpus
+from tokenmill.pagination import Page
+
+router = APIRouter(route_class=WebRoute, include_in_schema=False)
+
+PER_PAGE = 50
+
+
+@router.get("/jobs")
+def jobs_page(request: Request, session: SessionDep, web: WebSessionDep,
+              page: Annotated[int, Query(ge=1)] = 1, status: Annotated[str | None, Query(max_length=20)] = None):
+    rows, total = list_jobs(session, web.team, Page(page=page, limit=PER_PAGE), status or None)
+    active = [job for job in rows if job.status not in FINISHED]
+    finished = [job for job in rows if job.status in FINISHED]
+    return render(request, "jobs.html", web, active=active, finished=finished, total=total, page=page,
+                  pages=max(1, -(-total // PER_PAGE)), status=status or "", finished_statuses=FINISHED)
+
+
+@router.get("/jobs/{job_id}/status")
+def job_status(session: SessionDep, web: WebSessionDep, job_id: uuid.UUID):
+    """What the jobs page polls every second while a job is queued or running."""
+    job = JobOut.model_validate(get_job(session, web.team, job_id))
+    return job.model_dump(mode="json", include={"id", "status", "stage", "progress", "error", "version", "tokenizer"})
+
+
+@router.post("/jobs/{job_id}/cancel")
+def cancel(session: SessionDep, web: WebSessionDep, form: FormDep, job_id: uuid.UUID):
+    job = cancel_job(session, web.team, job_id)
+    session.commit()
+    return see_other(f"/jobs#job-{job.id}")
+
+
+def team_corpora(session: Session, web: WebSession) -> list[Corpus]:
+    return list(session.scalars(select(Corpus).where(Corpus.team_id == web.team.id).order_by(Corpus.created_at.desc())))
+
+
+def _job_form(request: Request, session: Session, web: WebSession, form=None, error: InvalidInput | None = None):
+    fields = spec_fields()
+    chosen = {"train_corpora": form.getlist("train_corpora") if form else [],
+              "eval_corpora": form.getlist("eval_corpora") if form else []}
+    return render(request, "job_form.html", web, status_code=422 if error else 200, fields=fields,
+                  values=form_values(fields, form), corpora=team_corpora(session, web), chosen=chosen,
+                  tokenizer=(form.get("tokenizer") or "") if form else "", error=error,
+                  idempotency_key=(form.get("idempotency_key") if form else None) or uuid.uuid4().hex)
+
+
+@router.get("/jobs/new")
+def new_job_page(request: Request, session: SessionDep, web: WebSessionDep):
+    return _job_form(request, session, web)
+
+
+@router.post("/jobs/new")
+def submit(request: Request, session: SessionDep, queue: QueueDep, web: WebSessionDep, form: FormDep):
+    eval_corpora = form.getlist("eval_corpora")
+    try:
+        job, created = submit_job(session, web.team, str(form.get("tokenizer") or "").strip(),
+                                  spec_from_form(spec_fields(), form), form.getlist("train_corpora"),
+                                  eval_corpora or None, str(form.get("idempotency_key") or "") or None)
+    except InvalidInput as exc:
+        session.rollback()
+        return _job_form(request, session, web, form, exc)
+    session.commit()
+    if created:
+        queue.send_training(job.id)
+    return see_other(f"/jobs#job-{job.id}")

@@ -1,0 +1,55 @@
+"""Signing in with an API key, and signing out."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Query, Request
+
+from service.deps import SessionDep
+from service.web import auth
+from service.web.auth import FormDep
+from service.web.render import WebRoute, render, see_other
+from tokenmill.errors import Unauthorized
+from tokenmill.teams import authenticate, hash_key
+
+router = APIRouter(route_class=WebRoute, include_in_schema=False)
+
+
+def _signin_form(request: Request, next_url: str, error: str | None = None, status_code: int = 200):
+    nonce = auth.new_signin_nonce()
+    response = render(request, "signin.html", None, status_code=status_code, nonce=nonce, next_url=next_url, error=error)
+    auth.set_cookie(request, response, auth.SIGNIN_COOKIE, nonce, max_age=3600)
+    return response
+
+
+@router.get("/signin")
+def signin_page(request: Request, next_url: Annotated[str | None, Query(alias="next")] = None):
+    return _signin_form(request, auth.safe_next(next_url))
+
+
+@router.post("/signin")
+def signin(
+    request: Request,
+    session: SessionDep,
+    api_key: Annotated[str, Form()] = "",
+    nonce: Annotated[str, Form()] = "",
+    next_url: Annotated[str, Form(alias="next")] = "/",
+):
+    target = auth.safe_next(next_url)
+    if not auth.signin_nonce_matches(request, nonce):
+        return _signin_form(request, target, "The sign-in form expired: please try again.", status_code=403)
+    try:
+        authenticate(session, api_key.strip())
+    except Unauthorized:
+        return _signin_form(request, target, "That API key is unknown or has been revoked.", status_code=401)
+    response = see_other(target)
+    value = auth.session_cookie_value(request.app.state.settings, hash_key(api_key.strip()))
+    auth.set_cookie(request, response, auth.SESSION_COOKIE, value, max_age=auth.SESSION_SECONDS)
+    auth.clear_cookie(request, response, auth.SIGNIN_COOKIE)
+    return response
+
+
+@router.post("/signout")
+def signout(request: Request, form: FormDep):
+    response = see_other("/signin")
+    auth.clear_cookie(request, response, auth.SESSION_COOKIE)
+    return response

@@ -1,0 +1,132 @@
+"""The new-job form's spec fields, built from `TrainingSpec.model_fields`, and the spec a posted form means.
+
+A field the spec gains appears in the form with its default and type; `HELP` gives each a
+one-line explanation (tests/unit/test_web_forms.py checks none is missing). Values go to
+`resolve_spec` as the strings the browser sent: pydantic converts them, and its refusals
+come back as the same InvalidInput, naming the same field, that the API's 422 carries.
+"""
+
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import annotated_types
+from starlette.datastructures import FormData
+
+from tokenmill.spec import TrainingSpec
+
+HELP = {
+    "algorithm": "How the vocabulary is learned: frequent-pair merges (bpe), likelihood merges (wordpiece) "
+                 "or pruning a large vocabulary (unigram).",
+    "library": "Which library trains it: Hugging Face tokenizers or Google sentencepiece.",
+    "vocab_size": "How many tokens the vocabulary holds, special tokens and the base alphabet included.",
+    "byte_level": "Start from the 256 bytes (GPT-2 style) so no text is ever unknown; auto picks it for bpe on tokenizers.",
+    "byte_fallback": "Spell characters missing from the vocabulary as byte tokens instead of an unknown token.",
+    "pre_tokenizer": "How text is cut into words before merging: a GPT regex, whitespace, or metaspace (▁ marks spaces).",
+    "pre_tokenizer_regex": "A custom split regex instead of the preset; it is compiled and timed when you submit.",
+    "normalization": "Unicode normalization applied to the text first.",
+    "lowercase": "Fold the text to lower case first.",
+    "split_digits": "Cut numbers into single digits, so every number is spelled digit by digit.",
+    "special_tokens": "Tokens kept whole and never merged, one per line; empty uses the algorithm's usual set.",
+    "min_frequency": "Ignore pairs (or pieces) seen fewer times than this in the corpus.",
+    "max_token_length": "The longest token allowed, in characters; empty for the library's limit.",
+    "end_of_word_suffix": "A marker appended to word-final tokens (character-level bpe with whitespace splitting only).",
+    "character_coverage": "Share of the corpus's characters the base alphabet must cover; rarer ones become unknown or bytes.",
+    "max_sentences": "Train on a seeded random sample of this many lines; empty uses every line.",
+    "seed": "The random seed for sampling and training, recorded in the lineage.",
+}
+
+
+@dataclass(frozen=True)
+class SpecField:
+    """One input of the form: what it holds, its default, its bounds and a line of help."""
+
+    name: str
+    kind: Literal["choice", "bool", "int", "float", "text", "lines"]
+    optional: bool
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+
+    @property
+    def input_name(self) -> str:
+        return f"spec.{self.name}"
+
+    @property
+    def input_id(self) -> str:
+        return f"spec-{self.name}"
+
+    def display_default(self) -> str:
+        """The default as the input shows it: '' for "the library decides"."""
+        if self.default is None:
+            return ""
+        if self.kind == "lines":
+            return "\n".join(self.default)
+        if self.kind == "bool":
+            return "true" if self.default else "false"
+        return str(self.default)
+
+
+def _kind(annotation: Any) -> tuple[str, bool, tuple[str, ...]]:
+    args = typing.get_args(annotation)
+    optional = typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in args
+    if optional:
+        annotation = next(a for a in args if a is not type(None))
+    if typing.get_origin(annotation) is Literal:
+        return "choice", optional, tuple(str(a) for a in typing.get_args(annotation))
+    if typing.get_origin(annotation) is list:
+        return "lines", optional, ()
+    kinds = {bool: "bool", int: "int", float: "float", str: "text"}
+    return kinds.get(annotation, "text"), optional, ()
+
+
+def _bounds(metadata: list[Any]) -> tuple[float | None, float | None]:
+    low = high = None
+    for item in metadata:
+        if isinstance(item, (annotated_types.Ge, annotated_types.Gt)):
+            low = getattr(item, "ge", getattr(item, "gt", None))
+        if isinstance(item, (annotated_types.Le, annotated_types.Lt)):
+            high = getattr(item, "le", getattr(item, "lt", None))
+    return low, high
+
+
+def spec_fields() -> list[SpecField]:
+    """Every TrainingSpec field, in declaration order."""
+    fields = []
+    for name, info in TrainingSpec.model_fields.items():
+        kind, optional, choices = _kind(info.annotation)
+        low, high = _bounds(info.metadata)
+        fields.append(SpecField(name=name, kind=kind, optional=optional, default=info.default,
+                                help=HELP.get(name) or info.description or "", choices=choices, minimum=low, maximum=high))
+    return fields
+
+
+def form_values(fields: list[SpecField], form: FormData | None) -> dict[str, str]:
+    """What each input shows: the posted value when re-rendering, else the default."""
+    if form is None:
+        return {f.name: f.display_default() for f in fields}
+    return {f.name: _posted(form, f) for f in fields}
+
+
+def _posted(form: FormData, field: SpecField) -> str:
+    value = form.get(field.input_name)
+    if field.kind == "bool" and not field.optional:
+        return "true" if value == "true" else "false"  # an unchecked checkbox sends nothing
+    return value.strip() if isinstance(value, str) else ""
+
+
+def spec_from_form(fields: list[SpecField], form: FormData) -> dict[str, Any]:
+    """The spec the user asked for: empty inputs are left out so the spec's defaults apply."""
+    spec: dict[str, Any] = {}
+    for field in fields:
+        value = _posted(form, field)
+        if field.kind == "lines":
+            lines = [line.strip() for line in value.splitlines() if line.strip()]
+            if lines:
+                spec[field.name] = lines
+        elif value != "":
+            spec[field.name] = value
+    return spec

@@ -142,7 +142,7 @@ def describe(exc: BaseException) -> str:
         return exc.detail
     text = str(exc) or type(exc).__name__
     if type(exc).__name__ in ("SoftTimeLimitExceeded", "TimeLimitExceeded"):
-        return "the job ran past its time limit (a slow custom pre_tokenizer_regex or a very large corpus?)"
+        return TIME_LIMIT
     return f"training failed: {text}"
 
 
@@ -174,6 +174,19 @@ def _register(factory, job, spec, trained: TrainedFiles, info, prefix, seconds, 
         except IntegrityError:
             continue  # another job of the same name took this number first
     raise TokenmillError("could not allocate a version number; try again")
+
+
+def abandon_job(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, message: str) -> None:
+    """Fail a job whose worker was killed (hard time limit): its row and its partial files."""
+    with factory() as session:
+        job = session.get(TrainingJob, job_id)
+    if job is None:
+        return
+    _fail(factory, job_id, message)
+    store.delete_prefix(job_prefix(job))
+
+
+TIME_LIMIT = "the job ran past its time limit (a slow custom pre_tokenizer_regex or a very large corpus?)"
 
 
 def _fail(factory: sessionmaker[Session], job_id: uuid.UUID, message: str) -> None:

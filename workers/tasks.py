@@ -3,11 +3,13 @@
 import uuid
 from functools import lru_cache
 
+from celery.exceptions import TimeLimitExceeded
+
 from workers.app import app
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.corpus_stats import record_statistics
 from tokenmill.evaluation_runs import run_evaluation
-from tokenmill.pipeline import TransientError, run_training_job
+from tokenmill.pipeline import TIME_LIMIT, TransientError, abandon_job, run_training_job
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
 from tokenmill.sweeper import Senders, sweep
@@ -20,7 +22,24 @@ def resources():
     return make_sessionmaker(make_engine(settings.database_url)), open_store(settings.storage_url, settings.s3_endpoint_url)
 
 
-@app.task(name="tokenmill.train", bind=True, ignore_result=True, max_retries=3)
+class TrainingTask(app.Task):
+    """A training task whose hard time limit fails the job at once (not hours later, by the sweeper)."""
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
+        # On a hard time limit Celery calls this in the worker's main process after killing
+        # the child: use a short-lived engine there, never one a forked child could inherit.
+        if not isinstance(exc, TimeLimitExceeded) or "job_id" not in kwargs:
+            return
+        settings = get_settings()
+        engine = make_engine(settings.database_url)
+        try:
+            abandon_job(make_sessionmaker(engine), open_store(settings.storage_url, settings.s3_endpoint_url),
+                        uuid.UUID(kwargs["job_id"]), TIME_LIMIT)
+        finally:
+            engine.dispose()
+
+
+@app.task(name="tokenmill.train", base=TrainingTask, bind=True, ignore_result=True, max_retries=3)
 def train(self, job_id: str) -> str:
     factory, store = resources()
     try:

@@ -1,0 +1,64 @@
+"""A job past its time limit fails with that reason, leaves no version and no files."""
+
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+import redis
+from sqlalchemy import select
+
+from service.queue import Queue
+from tests.services import CORPORA
+from tests.stack import process_env
+from tokenmill.db import transaction
+from tokenmill.ingest import CorpusFields, ingest_corpus
+from tokenmill.jobs import submit_job
+from tokenmill.models import TokenizerVersion, TrainingJob
+from tokenmill.pipeline import TIME_LIMIT
+from tokenmill.settings import Settings
+from tokenmill.teams import create_team
+
+REDIS_DB = 8
+
+
+@pytest.fixture
+def impatient_worker(settings, tmp_path):
+    """A worker with a 1 s soft and 2 s hard limit, on its own Redis database."""
+    redis.Redis.from_url(settings.broker_url.rsplit("/", 1)[0] + f"/{REDIS_DB}").flushdb()
+    env = process_env(settings, REDIS_DB)
+    env.update({"TOKENMILL_JOB_SOFT_TIME_LIMIT": "1", "TOKENMILL_JOB_HARD_TIME_LIMIT": "2"})
+    log = open(tmp_path / "worker.log", "wb")
+    worker = subprocess.Popen([sys.executable, "-m", "tokenmill", "worker"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    yield Settings(broker_url=env["TOKENMILL_BROKER_URL"])
+    worker.terminate()
+    worker.wait(30)
+    log.close()
+
+
+def test_slow_training_is_failed_with_the_time_limit(sessionmaker, store, impatient_worker):
+    text = b"".join(b"".join((CORPORA / "parallel_flores200_dev" / f"{lang}.txt").open("rb").readlines()[:500])
+                    for lang in ("eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva", "rus_Cyrl", "spa_Latn"))
+    with transaction(sessionmaker) as session:
+        team, _ = create_team(session, f"slow-{uuid.uuid4().hex[:8]}")
+        corpus = ingest_corpus(session, store, team, CorpusFields("slow", "news", "mul"), [text], 10**9)
+        # Unigram's EM on this corpus takes well over two seconds.
+        job, _ = submit_job(session, team, "slow", {"algorithm": "unigram", "vocab_size": 6000},
+                            [str(corpus.id)], [str(corpus.id)])
+    queue = Queue(impatient_worker)
+    queue.send_training(job.id)
+    deadline = time.monotonic() + 90
+    while True:
+        with sessionmaker() as session:
+            row = session.get_one(TrainingJob, job.id)
+        if row.status not in ("queued", "running"):
+            break
+        assert time.monotonic() < deadline, f"job still {row.status} ({row.stage})"
+        time.sleep(0.5)
+    queue.close()
+    assert (row.status, row.error) == ("failed", TIME_LIMIT)
+    with sessionmaker() as session:
+        assert session.scalars(select(TokenizerVersion).where(TokenizerVersion.job_id == job.id)).all() == []
+    prefix = f"{store.prefix}/versions/{team.id}/{job.id}"
+    assert store.client.list_objects_v2(Bucket=store.bucket, Prefix=prefix).get("KeyCount", 0) == 0

@@ -1,0 +1,43 @@
+"""The user CLI (`tokenmill corpus upload`, `train --wait`, `download`) against the running stack."""
+
+import json
+import os
+import subprocess
+import sys
+
+from tokenizers import Tokenizer
+
+from tests.services import CORPORA
+from tests.stack import unique
+
+
+def tokenmill(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tokenmill", *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_upload_train_wait_download(stack, team_key, tmp_path):
+    _, key = team_key
+    env = {**os.environ, "TOKENMILL_API_URL": stack, "TOKENMILL_API_KEY": key}
+    source = tmp_path / "es.txt"
+    source.write_bytes(b"".join((CORPORA / "book_quijote" / "spa_Latn.txt").open("rb").readlines()[:400]))
+
+    uploaded = tokenmill("corpus", "upload", str(source), "--domain", "books", "--language", "spa_Latn", env=env)
+    assert uploaded.returncode == 0, uploaded.stderr
+    corpus = json.loads(uploaded.stdout)
+    assert corpus["lines"] == 400 and corpus["domain"] == "books"
+
+    name = unique("cli")
+    trained = tokenmill("train", name, "--corpus", corpus["id"], "--vocab-size", "700", "--wait", env=env)
+    assert trained.returncode == 0, trained.stderr
+    assert trained.stdout.strip().endswith(f"{name} version 1")
+
+    downloaded = tokenmill("download", f"{name}@latest", str(tmp_path / "out"), env=env)
+    assert downloaded.returncode == 0, downloaded.stderr
+    tokenizer = Tokenizer.from_file(str(tmp_path / "out" / "tokenizer.json"))
+    assert tokenizer.get_vocab_size() == 700
+
+    refused = tokenmill("train", name, "--corpus", corpus["id"], "--vocab-size", "10", env=env)
+    assert refused.returncode != 0 and "spec.vocab_size" in refused.stderr
+    anonymous = tokenmill("corpus", "upload", str(source), "--domain", "x", "--language", "y",
+                          env={**env, "TOKENMILL_API_KEY": "tm_wrong"})
+    assert anonymous.returncode != 0 and "401" in anonymous.stderr

@@ -6,6 +6,7 @@ local team, keeps its API key in `<home>/api-key` (mode 0600) and loads a small 
 """
 
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +34,17 @@ def embedded_environment(home: Path) -> dict[str, str]:
         "TOKENMILL_DATABASE_URL": f"sqlite:///{home / 'tokenmill.db'}",
         "TOKENMILL_BROKER_URL": f"filesystem://{home / 'broker'}",
         "TOKENMILL_STORAGE_URL": f"file://{home / 'store'}",
+        "TOKENMILL_SECRET_KEY": os.environ.get("TOKENMILL_SECRET_KEY") or _local_secret(home),
     }
+
+
+def _local_secret(home: Path) -> str:
+    # Signs dashboard cookies: random per installation, kept beside the database.
+    path = home / "secret-key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
 
 
 def first_start(home: Path) -> str:

@@ -1,5 +1,6 @@
 """The FastAPI application factory; long-lived clients are built in the lifespan."""
 
+import logging
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -8,8 +9,10 @@ from service import problems, web
 from service.queue import Queue
 from service.routes import corpora, evaluations, health, jobs, tokenizers
 from tokenmill.db import make_engine, make_sessionmaker
-from tokenmill.settings import Settings, get_settings
+from tokenmill.settings import DEVELOPMENT_SECRET, Settings, get_settings
 from tokenmill.store import open_store
+
+log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -18,6 +21,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        if settings.secret_key.get_secret_value() == DEVELOPMENT_SECRET:
+            log.warning("TOKENMILL_SECRET_KEY is not set: dashboard cookies are signed with a public development key")
         engine = make_engine(settings.database_url)
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.store = open_store(settings.storage_url, settings.s3_endpoint_url)

@@ -7,6 +7,7 @@ from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_HOME = Path.home() / ".tokenmill"
+DEVELOPMENT_SECRET = "change-me-in-production"
 
 
 class Settings(BaseSettings):
@@ -19,7 +20,7 @@ class Settings(BaseSettings):
     broker_url: str = f"filesystem://{DEFAULT_HOME / 'broker'}"
     storage_url: str = f"file://{DEFAULT_HOME / 'store'}"
     s3_endpoint_url: str | None = None
-    secret_key: SecretStr = SecretStr("change-me-in-production")
+    secret_key: SecretStr = SecretStr(DEVELOPMENT_SECRET)
 
     # Job limits: soft < hard < broker visibility timeout, so a slow job is stopped before redelivery.
     job_soft_time_limit: int = 3 * 3600

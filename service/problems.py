@@ -21,12 +21,18 @@ def _domain_error(request: Request, exc: TokenmillError) -> JSONResponse:
     return problem(exc.status, exc.title, exc.detail, field=exc.field, instance=request.url.path)
 
 
+def _field_error(err: dict) -> dict[str, str]:
+    if err.get("type") == "json_invalid":
+        # loc is ("body", <character position>): name the body, say where it broke.
+        position = err["loc"][-1] if len(err["loc"]) > 1 else "?"
+        reason = (err.get("ctx") or {}).get("error", "invalid JSON")
+        return {"field": "body", "message": f"not valid JSON at character {position}: {reason}"}
+    field = ".".join(str(part) for part in err["loc"] if part not in ("body", "query", "path", "header"))
+    return {"field": field, "message": err["msg"]}
+
+
 def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-    errors = [
-        {"field": ".".join(str(part) for part in err["loc"] if part not in ("body", "query", "path", "header")),
-         "message": err["msg"]}
-        for err in exc.errors()
-    ]
+    errors = [_field_error(err) for err in exc.errors()]
     detail = "; ".join(f"{e['field'] or 'body'}: {e['message']}" for e in errors)
     return problem(422, "Invalid input", detail, field=errors[0]["field"] if errors else None,
                    errors=errors, instance=request.url.path)

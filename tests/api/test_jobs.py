@@ -91,3 +91,9 @@ def test_another_teams_job_is_404(app_client, api, corpus_id, sessionmaker):
     # Training on another team's corpus is refused as an unknown corpus.
     assert job(app_client, corpus_id, headers=other).json()["field"] == "train_corpora"
     assert app_client.get("/v1/tokenizers/tok/versions/latest", headers=other).status_code == 404
+
+
+def test_malformed_json_names_the_body(api):
+    response = api.post("/v1/jobs", content=b'{"tokenizer": "x", bad', headers={"content-type": "application/json"})
+    assert response.status_code == 422 and response.headers["content-type"] == PROBLEM
+    assert response.json()["field"] == "body" and "not valid JSON" in response.json()["detail"]

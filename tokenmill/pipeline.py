@@ -25,7 +25,7 @@ from tokenmill.evaluation import evaluate_references, evaluate_version
 from tokenmill.models import Corpus, Evaluation, TokenizerVersion, TrainingJob
 from tokenmill.progress import JobCancelled, PeakMemory, Reporter
 from tokenmill.spec import TrainingSpec
-from tokenmill.store import ObjectStore
+from tokenmill.store import TRANSIENT_ERRORS, ObjectStore
 from tokenmill.trainer import TrainedFiles, train_files
 from tokenmill.training import determinism
 from tokenmill.versions import next_version_number
@@ -104,7 +104,7 @@ def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id:
     except JobCancelled:
         store.delete_prefix(prefix)
         return "cancelled"
-    except (OperationalError, ConnectionError, TimeoutError) as exc:
+    except (OperationalError, *TRANSIENT_ERRORS) as exc:
         store.delete_prefix(prefix)
         if job.attempts >= max_attempts:
             _fail(factory, job_id, f"gave up after {job.attempts} attempts: {exc}")

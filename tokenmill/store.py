@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 from urllib.parse import urlparse
 
+from botocore.exceptions import ConnectionClosedError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
+
 CHUNK = 1024 * 1024
+# Faults of the store worth a retry: the endpoint is away or slow, not the request wrong.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    ConnectionError, TimeoutError, EndpointConnectionError, ConnectionClosedError, ConnectTimeoutError, ReadTimeoutError,
+)
 
 
 class ObjectNotFound(KeyError):

@@ -103,3 +103,41 @@ def test_corpus_statistics_are_recorded_once(sessionmaker, store, team_and_corpu
     assert statistics["hapax_share"] == pytest.approx(300 / 308)
     assert statistics["oov_rate"] == pytest.approx(30 / 300)
     assert len(statistics["zipf_points"]) > 2 and len(statistics["heaps_points"]) > 2
+
+
+class FlakyStore:
+    """The real store, except that the first `failures` writes of version files fail as if S3 were away."""
+
+    def __init__(self, store, failures: int) -> None:
+        self.store, self.failures = store, failures
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        if self.failures:
+            self.failures -= 1
+            from botocore.exceptions import EndpointConnectionError
+
+            raise EndpointConnectionError(endpoint_url="http://s3.invalid")
+        self.store.put_bytes(key, data)
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+def test_a_store_outage_requeues_the_job_then_it_succeeds(sessionmaker, store, team_and_corpus):
+    from tokenmill.pipeline import TransientError
+
+    team, corpus = team_and_corpus
+    job_id = new_job(sessionmaker, team, corpus)
+    with pytest.raises(TransientError):
+        run_training_job(sessionmaker, FlakyStore(store, failures=1), job_id)
+    job = job_row(sessionmaker, job_id)
+    assert (job.status, job.attempts) == ("queued", 1) and job.error.startswith("transient:")
+    assert run_training_job(sessionmaker, store, job_id) == "succeeded"
+    assert job_row(sessionmaker, job_id).attempts == 2
+
+
+def test_a_store_that_stays_away_fails_the_job_after_the_last_attempt(sessionmaker, store, team_and_corpus):
+    team, corpus = team_and_corpus
+    job_id = new_job(sessionmaker, team, corpus)
+    assert run_training_job(sessionmaker, FlakyStore(store, failures=1), job_id, max_attempts=1) == "failed"
+    assert "gave up after 1 attempts" in job_row(sessionmaker, job_id).error

@@ -50,16 +50,33 @@ def beat() -> None:
     app.start(["beat", "--loglevel=INFO", f"--schedule={_beat_schedule()}"])
 
 
-def create_team(name: str) -> None:
+def manage_teams(args: argparse.Namespace) -> None:
+    """teams create NAME | teams key NAME | teams revoke KEY."""
     from tokenmill.db import make_engine, make_sessionmaker, transaction
-    from tokenmill.teams import create_team as create
+    from tokenmill.errors import TokenmillError
+    from tokenmill.teams import create_team, issue_key, revoke_key, team_by_name
 
     engine = make_engine(get_settings().database_url)
-    with transaction(make_sessionmaker(engine)) as session:
-        team, key = create(session, name)
-    engine.dispose()
-    print(f"created team {team.name} ({team.id}); its API key, shown once:")
-    print(key)
+    try:
+        with transaction(make_sessionmaker(engine)) as session:
+            if args.teams_command == "create":
+                team, key = create_team(session, args.name)
+                print(f"created team {team.name} ({team.id}); its API key, shown once:")
+                print(key)
+            elif args.teams_command == "key":
+                team = team_by_name(session, args.name)
+                if team is None:
+                    sys.exit(f"no team named {args.name!r}")
+                key = issue_key(session, team)
+                print(f"a new API key for team {team.name}, shown once:")
+                print(key)
+            else:
+                revoke_key(session, args.key)
+                print("revoked: requests with this key now answer 401")
+    except TokenmillError as exc:
+        sys.exit(exc.detail)
+    finally:
+        engine.dispose()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--home", type=Path, default=Path(".tokenmill"))
     teams = sub.add_parser("teams", help="manage teams").add_subparsers(dest="teams_command", required=True)
     teams.add_parser("create", help="create a team and print its API key").add_argument("name")
+    teams.add_parser("key", help="issue another API key for a team").add_argument("name")
+    teams.add_parser("revoke", help="revoke an API key").add_argument("key")
     client.add_commands(sub)
     return parser
 
@@ -98,6 +117,6 @@ def main(argv: list[str] | None = None) -> None:
 
         up(args.home, args.host, args.port)
     elif args.command == "teams":
-        create_team(args.name)
+        manage_teams(args)
     else:
         sys.exit(client.run(args))

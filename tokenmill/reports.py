@@ -49,19 +49,24 @@ def latest_evaluations(session: Session, team: Team, version_ids: list[uuid.UUID
 
 
 def premiums(pairs: list[tuple[Evaluation, Corpus]]) -> dict[tuple[Subject, uuid.UUID], float]:
-    """The premium of every evaluation on a parallel corpus whose pivot the same subject measured."""
-    tokens: dict[tuple[Subject, str], dict[str, int]] = defaultdict(dict)
+    """The premium of every evaluation on a parallel corpus whose pivot the same subject measured.
+
+    Only corpora with as many lines as their pivot count: line i must be the same content,
+    and a truncated or padded corpus would make the ratio meaningless.
+    """
+    pivots: dict[tuple[Subject, str], dict[str, tuple[int, int]]] = defaultdict(dict)
     for evaluation, corpus in pairs:
         if corpus.parallel_group:
-            tokens[(subject_of(evaluation), corpus.parallel_group)][corpus.language] = evaluation.metrics["tokens"]
+            group = pivots[(subject_of(evaluation), corpus.parallel_group)]
+            group[corpus.language] = (evaluation.metrics["tokens"], corpus.lines)
     result = {}
     for evaluation, corpus in pairs:
         if not corpus.parallel_group:
             continue
-        group = tokens[(subject_of(evaluation), corpus.parallel_group)]
+        group = pivots[(subject_of(evaluation), corpus.parallel_group)]
         pivot = next((group[lang] for lang in pivot_language(corpus.parallel_group) if lang in group), None)
-        if pivot:
-            result[(subject_of(evaluation), corpus.id)] = premium(evaluation.metrics["tokens"], pivot)
+        if pivot and pivot[0] and pivot[1] == corpus.lines:
+            result[(subject_of(evaluation), corpus.id)] = premium(evaluation.metrics["tokens"], pivot[0])
     return result
 
 

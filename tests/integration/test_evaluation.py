@@ -93,3 +93,21 @@ def test_dashboard_cells_sum_tokens_over_words_per_domain(sessionmaker, trained)
         next(i["metrics"]["fertility"] for i in items if i["language"] == "spa_Latn"))
     assert row["premium"]["flores"]["eng_Latn"] == 1.0
     assert {r["label"] for r in matrix["rows"] if r["kind"] == "reference"} == {"gpt2", "cl100k_base", "o200k_base"}
+
+
+def test_no_premium_when_a_parallel_corpus_is_not_line_aligned(sessionmaker, store, trained):
+    team, corpora, version = trained
+    from tokenmill.evaluation_runs import run_evaluation, submit_run
+
+    with transaction(sessionmaker) as session:
+        from tokenmill.models import Team
+
+        owner = session.get_one(Team, team.id)
+        short = ingest_corpus(session, store, owner, CorpusFields("flores-fra-short", "news", "fra_Latn", parallel_group="flores"),
+                              [head(CORPORA / "parallel_flores200_dev" / "fra_Latn.txt", 150)], 10**9)
+        run = submit_run(session, owner, "news-bpe", 1, None, [str(short.id), str(corpora[0].id)])
+    assert run_evaluation(sessionmaker, store, run.id) == "succeeded"
+    with sessionmaker() as session:
+        items = {i["language"]: i for i in version_evaluations(session, team, version)}
+    assert "premium" not in items["fra_Latn"]["metrics"]  # 150 lines against the pivot's 300
+    assert items["eng_Latn"]["metrics"]["premium"] == 1.0

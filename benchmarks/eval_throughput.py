@@ -1,7 +1,8 @@
 """Evaluation throughput (MB/s) against a bare `tokenizers` encode_batch of the same tokenizer.
 
 Trains a tokenizer per kind on real text, then, in the same run and on the same lines,
-times (a) `Tokenizer.encode_batch` alone and (b) Tokenmill's full evaluation (`measure`:
+times (a) the batch encode of the library that trained it alone (`Tokenizer.encode_batch`,
+or sentencepiece's `encode(batch, num_threads=2)`) and (b) Tokenmill's full evaluation (`measure`:
 encoding, spans, round-trip decoding and every metric) with the engine it picks.
 
     .venv/bin/python -m benchmarks.eval_throughput [--mb 16] [--vocab 32000]
@@ -11,6 +12,7 @@ import argparse
 import json
 import time
 
+import sentencepiece
 from tokenizers import Tokenizer
 
 from tests.services import CORPORA
@@ -18,6 +20,7 @@ from tokenmill import training
 from tokenmill.encoders import TokenizersEncoder, proven_encoder, version_encoders
 from tokenmill.evaluation import PROOF_LINES, batched, measure
 from tokenmill.export import artifact_files, manifest
+from tokenmill.sentencepiece_training import train_sentencepiece
 from tokenmill.spec import resolve_spec
 
 SOURCES = ["manpages/eng_Latn.txt", "fortunes/deu_Latn.txt", "code/python.txt", "debian_reference/zho_Hans.txt",
@@ -27,6 +30,8 @@ KINDS = {
     "char BPE + byte fallback": {"byte_level": False, "pre_tokenizer": "metaspace", "byte_fallback": True},
     "WordPiece": {"algorithm": "wordpiece"},
     "Unigram": {"algorithm": "unigram"},
+    "sentencepiece Unigram + byte fallback": {"library": "sentencepiece", "algorithm": "unigram", "byte_fallback": True},
+    "sentencepiece BPE + byte fallback": {"library": "sentencepiece", "algorithm": "bpe", "byte_fallback": True},
 }
 
 
@@ -52,6 +57,30 @@ def bare_encode_batch(tokenizer: Tokenizer, lines: list[str]) -> float:
     return time.perf_counter() - started
 
 
+def bare_sentencepiece(model: bytes, lines: list[str]) -> float:
+    """sentencepiece's own batch encode (ids, both cores): the baseline for versions it trained."""
+    processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+    started = time.perf_counter()
+    for batch in batched(lines, 1024):
+        processor.encode(batch, num_threads=2)
+    return time.perf_counter() - started
+
+
+def trained_files(spec, train_lines: list[str]) -> tuple[dict[str, bytes], float | None]:
+    """A version's files, as the service exports them (plus the raw sentencepiece model)."""
+    model = None
+    if spec.library == "sentencepiece":
+        result = train_sentencepiece(spec, train_lines)
+        tokenizer, model = Tokenizer.from_str(result.tokenizer_json), result.model
+    else:
+        tokenizer = training.train(spec, train_lines)
+    files, info = artifact_files(spec, tokenizer)
+    if model is not None:
+        files["tokenizer.model"] = model
+    files["manifest.json"] = manifest(spec, {}, files, info)
+    return files, model
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=float, default=16)
@@ -61,16 +90,17 @@ def main() -> None:
     train_lines, lines = text_lines(args.train_mb), text_lines(args.mb)[::-1]
     megabytes = sum(len(line.encode()) for line in lines) / 1e6
     print(f"evaluation text: {megabytes:.1f} MB, {len(lines)} lines; vocab {args.vocab}")
-    print("| kind | engine | bare encode_batch MB/s | Tokenmill evaluation MB/s | ratio |")
+    print("| kind | engine | own library's bare batch encode MB/s | Tokenmill evaluation MB/s | ratio |")
     print("|---|---|---|---|---|")
     for kind, overrides in KINDS.items():
         spec = resolve_spec({"vocab_size": args.vocab, **overrides})
-        tokenizer = training.train(spec, train_lines)
-        files, info = artifact_files(spec, tokenizer)
-        files["manifest.json"] = manifest(spec, {}, files, info)
+        files, model = trained_files(spec, train_lines)
         slow, fast = version_encoders(kind, files, json.loads(files["manifest.json"]))
         encoder = proven_encoder(slow, fast, lines[:PROOF_LINES])
-        bare = bare_encode_batch(Tokenizer.from_str(files["tokenizer.json"].decode()), lines)
+        if model is not None:
+            bare = bare_sentencepiece(model, lines)
+        else:
+            bare = bare_encode_batch(Tokenizer.from_str(files["tokenizer.json"].decode()), lines)
         started = time.perf_counter()
         measure(encoder, lines)
         ours = time.perf_counter() - started

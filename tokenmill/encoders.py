@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+import sentencepiece
 import tiktoken
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from tokenizers import Tokenizer
 
 from tokenmill.references import load_reference
@@ -99,6 +101,79 @@ class TokenizersEncoder(Encoder):
         return self.tokenizer.decode_batch([list(ids) for ids in batch], skip_special_tokens=False)
 
 
+def byte_length_spans(lines: Sequence[str], lengths: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Character spans of tokens given each token's byte length, for engines that give no offsets.
+
+    The tokens of a batch cover its lines' bytes end to end, so one cumulative sum gives every
+    token's byte range in the concatenated text; each range is then mapped to the characters
+    holding it (the pieces of a split character all get that character, as in `tokenizers`).
+    """
+    if not len(lengths):
+        return np.zeros((0, 2), np.int64)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    points = np.frombuffer("".join(lines).encode("utf-32-le"), dtype=np.uint32)
+    if len(points) and int(points.max()) < 0x80:
+        first, last = starts, ends  # ASCII: bytes are characters
+    else:
+        char_bytes = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
+        char_of_byte = np.append(np.repeat(np.arange(len(points), dtype=np.int64), char_bytes), len(points))
+        first, last = char_of_byte[starts], char_of_byte[np.maximum(ends - 1, starts)] + (lengths > 0)
+    line_start = np.repeat(np.concatenate(([0], np.cumsum([len(line) for line in lines])[:-1])), counts)
+    return np.stack([first - line_start, last - line_start], axis=1)
+
+
+class SentencePieceEncoder(Encoder):
+    """sentencepiece itself, for the versions it trained (several times faster than their tokenizer.json).
+
+    Only for models whose pieces spell their input exactly (identity normalization with byte
+    fallback, so no <unk>): each piece's byte length is then known, "▁" standing for a space,
+    and the dummy prefix taking one byte off the first piece of a line.
+    """
+
+    def __init__(self, name: str, model: bytes, threads: int = 2) -> None:
+        self.processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+        size = self.processor.get_piece_size()
+        byte_ids = frozenset(i for i in range(size) if self.processor.is_byte(i))
+        super().__init__(name, "sentencepiece", size, self.processor.unk_id(), byte_ids)
+        self.threads = threads
+        self.token_bytes = np.array([
+            1 if i in byte_ids else 0 if self.processor.is_control(i) or self.processor.is_unknown(i)
+            else len(self.processor.id_to_piece(i).replace("\u2581", " ").encode())
+            for i in range(size)
+        ], dtype=np.int64)
+
+    @staticmethod
+    def exact_spans(model: bytes) -> bool:
+        """Whether a model's pieces spell its input exactly (identity rule, byte fallback, dummy prefix)."""
+        proto = model_pb2.ModelProto.FromString(model)
+        normalizer = proto.normalizer_spec
+        return (normalizer.name == "identity" and proto.trainer_spec.byte_fallback
+                and normalizer.add_dummy_prefix and not normalizer.remove_extra_whitespaces)
+
+    def encode(self, lines: Sequence[str]) -> list[list[int]]:
+        return self.processor.encode(list(lines), num_threads=self.threads)
+
+    def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
+        ids = self.encode(lines)
+        flat, counts = _flat(ids)
+        lengths = self.token_bytes[flat].copy()
+        firsts = np.concatenate(([0], np.cumsum(counts)[:-1]))[counts > 0]
+        lengths[firsts] -= 1  # the dummy "▁" in front of every line stands for no input byte
+        totals = np.zeros(len(lines), np.int64)
+        np.add.at(totals, np.repeat(np.arange(len(lines)), counts), lengths)
+        if not (totals == np.fromiter((len(line.encode()) for line in lines), np.int64, len(lines))).all():
+            raise ValueError(f"{self.name}: sentencepiece pieces do not spell the input; evaluate with tokenizer.json")
+        spans = byte_length_spans(lines, lengths, counts)
+        # A lone dummy "▁" belongs to the first word, as tokenizer.json's offsets have it.
+        lone = firsts[lengths[firsts] == 0]
+        spans[lone, 1] = spans[lone, 0] + 1
+        return EncodedBatch(ids, flat, spans, counts)
+
+    def decode(self, batch: Sequence[Sequence[int]]) -> list[str]:
+        return self.processor.decode([list(ids) for ids in batch], num_threads=self.threads)
+
+
 class TiktokenEncoder(Encoder):
     """A tiktoken Encoding; spans come from each token's byte length, for a whole batch at once."""
 
@@ -123,22 +198,7 @@ class TiktokenEncoder(Encoder):
     def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
         ids = self.encode(lines)
         flat, counts = _flat(ids)
-        # The tokens of a batch cover its lines' bytes end to end, so one cumulative sum gives
-        # every token's byte range in the concatenated text; each range is then mapped to the
-        # characters holding it (the pieces of a split character all get that character).
-        lengths = self.token_bytes[flat]
-        ends = np.cumsum(lengths)
-        starts = ends - lengths
-        points = np.frombuffer("".join(lines).encode("utf-32-le"), dtype=np.uint32)
-        if len(points) and int(points.max()) < 0x80:
-            first, last = starts, ends  # ASCII: bytes are characters
-        else:
-            char_bytes = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
-            char_of_byte = np.repeat(np.arange(len(points), dtype=np.int64), char_bytes)
-            first, last = char_of_byte[starts], char_of_byte[ends - 1] + 1
-        line_start = np.repeat(np.concatenate(([0], np.cumsum([len(line) for line in lines])[:-1])), counts)
-        spans = np.stack([first - line_start, last - line_start], axis=1) if len(flat) else np.zeros((0, 2), np.int64)
-        return EncodedBatch(ids, flat, spans, counts)
+        return EncodedBatch(ids, flat, byte_length_spans(lines, self.token_bytes[flat], counts), counts)
 
     def decode(self, batch: Sequence[Sequence[int]]) -> list[str]:
         return [self.enc.decode(list(ids), errors="replace") for ids in batch]
@@ -172,8 +232,11 @@ def reference_encoder(name: str) -> TiktokenEncoder:
     return TiktokenEncoder(name, load_reference(name))
 
 
-def version_encoders(name: str, files: dict[str, bytes], manifest: dict) -> tuple[TokenizersEncoder, TiktokenEncoder | None]:
-    """The `tokenizers` encoder of a version and, when it has a rank file, the tiktoken one."""
+def version_encoders(name: str, files: dict[str, bytes], manifest: dict) -> tuple[Encoder, TiktokenEncoder | None]:
+    """The encoder of a version's own library and, when it has a rank file, the tiktoken one."""
+    model = files.get("tokenizer.model")
+    if model is not None and SentencePieceEncoder.exact_spans(model):
+        return SentencePieceEncoder(name, model), None
     slow = TokenizersEncoder(name, Tokenizer.from_str(files["tokenizer.json"].decode()))
     info = manifest.get("tiktoken") or {}
     if not info.get("file") or info["file"] not in files:
@@ -183,7 +246,7 @@ def version_encoders(name: str, files: dict[str, bytes], manifest: dict) -> tupl
     return slow, fast
 
 
-def proven_encoder(slow: TokenizersEncoder, fast: TiktokenEncoder | None, sample: Sequence[str]) -> Encoder:
+def proven_encoder(slow: Encoder, fast: TiktokenEncoder | None, sample: Sequence[str]) -> Encoder:
     """The fast encoder if its ids equal the slow one's on every sample line, else the slow one."""
     if fast is None:
         return slow

@@ -2,7 +2,10 @@
 
 import json
 
+import numpy as np
 import pytest
+
+from tokenizers import Tokenizer
 
 from tokenmill import training
 from tokenmill.encoders import TokenizersEncoder, proven_encoder, reference_encoder, version_encoders
@@ -94,3 +97,36 @@ def test_batch_roundtrip_check_is_exact():
     # Ids that do not decode to their line are counted out, and only that line.
     assert encoder.roundtrips(lines[:3] + ["tabs\tand  spaces!"], encoded) == 3
     assert encoder.roundtrips(["plain ascii", "", "東京 👋🏽 e\u0302", "tabs\tand  spaces "], encoded) == 3
+
+
+@pytest.mark.parametrize("algorithm", ["unigram", "bpe"])
+def test_sentencepiece_engine_matches_its_tokenizer_json(algorithm):
+    from tokenmill.encoders import SentencePieceEncoder, TokenizersEncoder
+    from tokenmill.sentencepiece_training import train_sentencepiece
+
+    spec = resolve_spec({"library": "sentencepiece", "algorithm": algorithm, "vocab_size": 3000, "byte_fallback": True})
+    result = train_sentencepiece(spec, lines())
+    files = {"tokenizer.model": result.model, "tokenizer.json": result.tokenizer_json.encode(), "manifest.json": b"{}"}
+    engine, fast = version_encoders("spm", files, {})
+    assert isinstance(engine, SentencePieceEncoder) and fast is None
+    reference = TokenizersEncoder("spm", Tokenizer.from_str(result.tokenizer_json))
+    held_out = lines(60, offset=500) + ["tabs\tand  spaces ", "  leading", "emoji 👋🏽 and 東京", "ascii only"]
+    assert engine.encode(held_out) == reference.encode(held_out)
+    ours_batch, theirs_batch = engine.encode_batch(held_out), reference.encode_batch(held_out)
+    # Byte-fallback pieces: tokenizers gives a whole run of unknown characters to each of its
+    # bytes, we give each byte its own character; every other span is the same.
+    plain = ~np.isin(ours_batch.flat, list(engine.byte_fallback_ids))
+    assert (ours_batch.spans[plain] == theirs_batch.spans[plain]).all()
+    ours, theirs = measure(engine, held_out), measure(reference, held_out)
+    assert ours.pop("engine") == "sentencepiece" and theirs.pop("engine") == "tokenizers"
+    assert ours == pytest.approx(theirs)
+
+
+def test_sentencepiece_without_byte_fallback_is_measured_through_tokenizer_json():
+    from tokenmill.sentencepiece_training import train_sentencepiece
+
+    spec = resolve_spec({"library": "sentencepiece", "algorithm": "unigram", "vocab_size": 3000})
+    result = train_sentencepiece(spec, lines())
+    files = {"tokenizer.model": result.model, "tokenizer.json": result.tokenizer_json.encode()}
+    engine, _ = version_encoders("spm", files, {})
+    assert engine.engine == "tokenizers"  # <unk> pieces hide how many bytes they stand for

@@ -51,6 +51,8 @@ class Encoder:
     vocab_size: int
     unk_id: int | None = None
     byte_fallback_ids: frozenset[int] = field(default_factory=frozenset)
+    # How another process builds the same encoder (tokenmill.shards), if it can.
+    recipe: dict | None = None
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         raise NotImplementedError
@@ -135,7 +137,7 @@ class SentencePieceEncoder(Encoder):
         self.processor = sentencepiece.SentencePieceProcessor(model_proto=model)
         size = self.processor.get_piece_size()
         byte_ids = frozenset(i for i in range(size) if self.processor.is_byte(i))
-        super().__init__(name, "sentencepiece", size, self.processor.unk_id(), byte_ids)
+        super().__init__(name, "sentencepiece", size, self.processor.unk_id(), byte_ids, {"sentencepiece": model})
         self.threads = threads
         self.token_bytes = np.array([
             1 if i in byte_ids else 0 if self.processor.is_control(i) or self.processor.is_unknown(i)
@@ -177,8 +179,9 @@ class SentencePieceEncoder(Encoder):
 class TiktokenEncoder(Encoder):
     """A tiktoken Encoding; spans come from each token's byte length, for a whole batch at once."""
 
-    def __init__(self, name: str, enc: tiktoken.Encoding, threads: int = 2) -> None:
-        super().__init__(name, "tiktoken", enc.n_vocab)
+    def __init__(self, name: str, enc: tiktoken.Encoding, threads: int = 2, recipe: dict | None = None) -> None:
+        # recipe: a reference name, or the rank file with its pattern and special tokens.
+        super().__init__(name, "tiktoken", enc.n_vocab, recipe=recipe)
         self.enc = enc
         self.token_bytes = _token_lengths(enc)
         # tiktoken releases the GIL while encoding; one thread per core, each over a slice of
@@ -229,7 +232,7 @@ def _token_lengths(enc: tiktoken.Encoding) -> np.ndarray:
 @lru_cache(maxsize=None)
 def reference_encoder(name: str) -> TiktokenEncoder:
     """GPT-2, cl100k_base or o200k_base, from their verified rank files."""
-    return TiktokenEncoder(name, load_reference(name))
+    return TiktokenEncoder(name, load_reference(name), recipe={"reference": name})
 
 
 def version_encoders(name: str, files: dict[str, bytes], manifest: dict) -> tuple[Encoder, TiktokenEncoder | None]:
@@ -241,9 +244,15 @@ def version_encoders(name: str, files: dict[str, bytes], manifest: dict) -> tupl
     info = manifest.get("tiktoken") or {}
     if not info.get("file") or info["file"] not in files:
         return slow, None
-    ranks = parse_rank_file(files[info["file"]])
-    fast = TiktokenEncoder(name, tiktoken_encoding(name, ranks, info["special_tokens"], info["pat_str"]))
-    return slow, fast
+    return slow, rank_file_encoder(name, files[info["file"]], info["special_tokens"], info["pat_str"])
+
+
+def rank_file_encoder(name: str, rank_file: bytes, special_tokens: dict[str, int], pattern: str,
+                      threads: int = 2) -> TiktokenEncoder:
+    """A tiktoken encoder from a version's .tiktoken file and what its manifest says about it."""
+    enc = tiktoken_encoding(name, parse_rank_file(rank_file), special_tokens, pattern)
+    recipe = {"rank_file": rank_file, "special_tokens": special_tokens, "pattern": pattern}
+    return TiktokenEncoder(name, enc, threads, recipe)
 
 
 def proven_encoder(slow: Encoder, fast: TiktokenEncoder | None, sample: Sequence[str]) -> Encoder:

@@ -7,6 +7,7 @@ committed: the job pipeline registers a version and its evaluations in one trans
 
 import itertools
 import json
+import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -28,6 +29,8 @@ BATCH_LINES = 1024
 PROOF_LINES = 2000  # lines on which tiktoken's ids must equal tokenizers' before it is trusted
 CURVE_LINES = 2000  # lines per corpus for the vocabulary-size curve
 CURVE_START = 1000
+SHARD_PROCESSES = min(os.cpu_count() or 1, 4)
+SHARD_AFTER = 16  # batches (16,384 lines) before a corpus is measured in several processes
 
 Progress = Callable[[float], None]
 
@@ -40,8 +43,21 @@ def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
 
 def measure(encoder: Encoder, documents: Iterable[str], max_bytes: int | None = None) -> dict[str, Any]:
     """The §6 metrics of an encoder on documents (about max_bytes characters of them at most), plus the engine used."""
+    batches = _capped(documents, max_bytes)
+    if encoder.recipe is not None and SHARD_PROCESSES > 1:
+        # Worth its processes' start-up only on a corpus of more than SHARD_AFTER batches.
+        head = list(itertools.islice(batches, SHARD_AFTER))
+        batches = itertools.chain(head, batches)
+        if len(head) == SHARD_AFTER:
+            from tokenmill.shards import measure_in_processes
+
+            return measure_in_processes(encoder, batches, SHARD_PROCESSES)
+    return _measure_here(encoder, batches)
+
+
+def _measure_here(encoder: Encoder, batches: Iterator[list[str]]) -> dict[str, Any]:
     accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
-    for batch, encoded in _encoded_ahead(encoder, _capped(documents, max_bytes)):
+    for batch, encoded in _encoded_ahead(encoder, batches):
         accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, encoder.roundtrips(batch, encoded))
     return {**accumulator.result(), "engine": encoder.engine}
 

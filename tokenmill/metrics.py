@@ -68,7 +68,7 @@ class MetricsAccumulator:
             raise ValueError(f"{len(ids)} token ids but {len(spans)} spans")
         if len(ids) and min(ids) < 0:
             raise ValueError(f"token ids must be >= 0, got {min(ids)}")
-        self._count_line(line, roundtrip_ok)
+        self._count_line(line, len(self._batch), roundtrip_ok)
         self._batch.append(line)
         self._batch_size += len(ids) + len(line) // 4
         self._ids.extend(ids)
@@ -92,8 +92,8 @@ class MetricsAccumulator:
             raise ValueError(f"token ids must be >= 0, got {int(ids.min())}")
         self._flush()
         if contains_no_space_script("".join(lines)):
-            for line in lines:
-                self._count_line(line, False)
+            for index, line in enumerate(lines):
+                self._count_line(line, index, False)
         else:
             # No line needs the per-character word rule: count the batch in one go.
             self._lines += len(lines)
@@ -103,7 +103,8 @@ class MetricsAccumulator:
         self._measure(np.asarray(ids, dtype=np.int64), np.asarray(spans, dtype=np.int64).reshape(-1, 2),
                       np.asarray(line_tokens, dtype=np.int64))
 
-    def _count_line(self, line: str, roundtrip_ok: bool) -> None:
+    def _count_line(self, line: str, index: int, roundtrip_ok: bool) -> None:
+        """Count one line, the index-th of the batch being gathered."""
         self._lines += 1
         self._roundtrips += bool(roundtrip_ok)
         self._characters += len(line)
@@ -111,9 +112,23 @@ class MetricsAccumulator:
             # Rare outside CJK and Thai-like corpora: only these lines take the slow path.
             self._saw_no_space = True
             words = word_spans(line)
-            self._special_lines.append(len(self._batch))
+            self._special_lines.append(index)
             self._special_words.extend(words)
             self._special_counts.append(len(words))
+
+    def merge(self, other: "MetricsAccumulator") -> None:
+        """Fold in the sums of an accumulator that measured other lines of the same corpus."""
+        self._flush()
+        other._flush()
+        self._counts += other._counts
+        self._beyond.update(other._beyond)
+        self._lines += other._lines
+        self._roundtrips += other._roundtrips
+        self._words += other._words
+        self._continued += other._continued
+        self._characters += other._characters
+        self._bytes += other._bytes
+        self._saw_no_space = self._saw_no_space or other._saw_no_space
 
     def result(self) -> dict[str, float | int | str]:
         """Return the §6 metrics of everything added so far; empty input gives zeros."""

@@ -100,7 +100,7 @@ def test_batch_roundtrip_check_is_exact():
 
 
 @pytest.mark.parametrize("algorithm", ["unigram", "bpe"])
-def test_sentencepiece_engine_matches_its_tokenizer_json(algorithm):
+def test_sentencepiece_engine_matches_its_tokenizer_json(algorithm, monkeypatch):
     from tokenmill.encoders import SentencePieceEncoder, TokenizersEncoder
     from tokenmill.sentencepiece_training import train_sentencepiece
 
@@ -118,6 +118,11 @@ def test_sentencepiece_engine_matches_its_tokenizer_json(algorithm):
     plain = ~np.isin(ours_batch.flat, list(engine.byte_fallback_ids))
     assert (ours_batch.spans[plain] == theirs_batch.spans[plain]).all()
     ours, theirs = measure(engine, held_out), measure(reference, held_out)
+    import tokenmill.evaluation as evaluation
+
+    monkeypatch.setattr(evaluation, "SHARD_AFTER", 1)
+    monkeypatch.setattr(evaluation, "BATCH_LINES", 16)
+    assert measure(engine, held_out) == ours  # in two worker processes, the same numbers
     assert ours.pop("engine") == "sentencepiece" and theirs.pop("engine") == "tokenizers"
     assert ours == pytest.approx(theirs)
 
@@ -130,3 +135,20 @@ def test_sentencepiece_without_byte_fallback_is_measured_through_tokenizer_json(
     files = {"tokenizer.model": result.model, "tokenizer.json": result.tokenizer_json.encode()}
     engine, _ = version_encoders("spm", files, {})
     assert engine.engine == "tokenizers"  # <unk> pieces hide how many bytes they stand for
+
+
+def test_measuring_in_processes_gives_the_same_metrics(bytebpe_files, monkeypatch):
+    import tokenmill.evaluation as evaluation
+
+    _, fast = version_encoders("v", bytebpe_files, json.loads(bytebpe_files["manifest.json"]))
+    text = lines(200, offset=300)
+    monkeypatch.setattr(evaluation, "SHARD_PROCESSES", 1)
+    here = measure(fast, text)
+    monkeypatch.setattr(evaluation, "SHARD_PROCESSES", 2)
+    monkeypatch.setattr(evaluation, "SHARD_AFTER", 1)
+    monkeypatch.setattr(evaluation, "BATCH_LINES", 64)  # several batches for each process
+    spread = measure(fast, text)
+    assert spread == here
+    # References travel by name.
+    assert measure(reference_encoder("gpt2"), text) == pytest.approx(
+        {**here, **measure(reference_encoder("gpt2"), text)})

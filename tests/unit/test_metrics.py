@@ -186,3 +186,20 @@ def test_premium_on_a_parallel_pair():
     assert premium(tokens["spa"], tokens["eng"]) == pytest.approx(15 / 14)
     assert premium(tokens["eng"], tokens["eng"]) == 1.0
     assert premium(5, 0) == 0.0
+
+
+def test_add_batch_equals_adding_line_by_line_on_mixed_scripts():
+    import numpy as np
+
+    lines = ["plain English words here", "东京和北京 are cities", "", "ไทย ภาษา", "more english", "日本語のテキスト。"]
+    # One token per character: spans are known without any tokenizer.
+    per_line = [(list(range(len(line))), [(i, i + 1) for i in range(len(line))]) for line in lines]
+    one = MetricsAccumulator(vocab_size=100)
+    for line, (ids, spans) in zip(lines, per_line):
+        one.add(line, [i % 100 for i in ids], spans, True)
+    many = MetricsAccumulator(vocab_size=100)
+    flat = np.array([i % 100 for ids, _ in per_line for i in ids], dtype=np.int64)
+    spans = np.array([span for _, s in per_line for span in s], dtype=np.int64).reshape(-1, 2)
+    counts = np.array([len(ids) for ids, _ in per_line], dtype=np.int64)
+    many.add_batch(lines, flat, spans, counts, len(lines))
+    assert many.result() == one.result()

@@ -17,7 +17,7 @@ from tokenizers import Tokenizer
 
 from tests.services import CORPORA
 from tokenmill import training
-from tokenmill.encoders import TokenizersEncoder, proven_encoder, version_encoders
+from tokenmill.encoders import proven_encoder, version_encoders
 from tokenmill.evaluation import PROOF_LINES, batched, measure
 from tokenmill.export import artifact_files, manifest
 from tokenmill.sentencepiece_training import train_sentencepiece

@@ -5,7 +5,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from tokenmill.errors import TokenmillError, Unauthorized
+from tokenmill.errors import TokenmillError
 
 MEDIA_TYPE = "application/problem+json"
 
@@ -48,5 +48,3 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
 
-
-__all__ = ["install", "problem", "Unauthorized"]

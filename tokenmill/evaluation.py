@@ -92,7 +92,8 @@ def head(store: ObjectStore, corpus: Corpus, lines: int) -> list[str]:
     return list(itertools.islice(corpus_documents(store, corpus), lines))
 
 
-def _row(team_id: uuid.UUID, corpus: Corpus, metrics: dict[str, Any], **subject) -> Evaluation:
+def evaluation_row(team_id: uuid.UUID, corpus: Corpus, metrics: dict[str, Any], **subject) -> Evaluation:
+    """The row of one measurement; `subject` is version_id= or reference= (and run_id=, if any)."""
     return Evaluation(team_id=team_id, corpus_id=corpus.id, word_rule=str(metrics["word_rule"]), metrics=metrics, **subject)
 
 
@@ -133,7 +134,7 @@ def evaluate_references(
         encoder = reference_encoder(name)
         for corpus in missing:
             metrics = measure(encoder, corpus_documents(store, corpus), max_bytes)
-            rows.append(_row(team_id, corpus, metrics, reference=name, run_id=run_id))
+            rows.append(evaluation_row(team_id, corpus, metrics, reference=name, run_id=run_id))
     session.add_all(rows)
     session.flush()
     return rows

@@ -14,11 +14,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.db import transaction, utcnow
 from tokenmill.encoders import reference_encoder
 from tokenmill.errors import InvalidInput, NotFound
-from tokenmill.evaluation import evaluate_version, measure, corpus_documents
+from tokenmill.evaluation import corpus_documents, evaluate_version, evaluation_row, measure
 from tokenmill.jobs import parse_ids, team_corpora
 from tokenmill.models import Corpus, Evaluation, EvaluationRun, Team, TokenizerVersion
 from tokenmill.references import REFERENCE_NAMES
-from tokenmill.reports import evaluation_out, latest_evaluations, premiums, subject_of
+from tokenmill.reports import evaluation_out, premiums, subject_of
 from tokenmill.store import ObjectStore
 from tokenmill.versions import get_version, version_files
 
@@ -92,9 +92,8 @@ def run_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: u
             encoder = reference_encoder(str(run.reference))
             results = [(corpus, measure(encoder, corpus_documents(store, corpus))) for corpus in corpora]
         with transaction(factory) as session:
-            session.add_all(Evaluation(team_id=run.team_id, version_id=run.version_id, reference=run.reference,
-                                       corpus_id=corpus.id, run_id=run.id, word_rule=str(metrics["word_rule"]),
-                                       metrics=metrics) for corpus, metrics in results)
+            session.add_all(evaluation_row(run.team_id, corpus, metrics, version_id=run.version_id,
+                                           reference=run.reference, run_id=run.id) for corpus, metrics in results)
             session.execute(update(EvaluationRun).where(EvaluationRun.id == run_id)
                             .values(status="succeeded", finished_at=utcnow(), updated_at=utcnow()))
         return "succeeded"

@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
 from tokenmill.errors import TokenmillError
-from tokenmill.evaluation import evaluate_references, evaluate_version
-from tokenmill.models import Corpus, Evaluation, TokenizerVersion, TrainingJob
+from tokenmill.evaluation import evaluate_references, evaluate_version, evaluation_row
+from tokenmill.models import Corpus, TokenizerVersion, TrainingJob
 from tokenmill.progress import JobCancelled, PeakMemory, Reporter
 from tokenmill.spec import TrainingSpec
 from tokenmill.store import TRANSIENT_ERRORS, ObjectStore
@@ -165,8 +165,7 @@ def _register(factory, job, spec, trained: TrainedFiles, info, prefix, seconds, 
                 session.add(version)
                 session.flush()
                 alive = set(session.scalars(select(Corpus.id).where(Corpus.id.in_([c.id for c, _ in results]))))
-                session.add_all(Evaluation(team_id=job.team_id, version_id=version.id, corpus_id=corpus.id,
-                                           word_rule=str(metrics["word_rule"]), metrics=metrics)
+                session.add_all(evaluation_row(job.team_id, corpus, metrics, version_id=version.id)
                                 for corpus, metrics in results if corpus.id in alive)
                 current.status, current.stage, current.progress = "succeeded", "done", 1.0
                 current.version, current.finished_at, current.updated_at = number, utcnow(), utcnow()

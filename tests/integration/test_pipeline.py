@@ -1,6 +1,5 @@
 """The worker side without Celery: claiming, failing cleanly, cancelling, sweeping."""
 
-import io
 import uuid
 from datetime import timedelta
 

@@ -21,6 +21,8 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from tokenizers import Tokenizer
 
 from tokenmill.references import load_reference
+from tokenmill.spelling import Spelling, byte_length_spans, utf8_widths
+from tokenmill.words import code_points
 from tokenmill.tiktoken_format import encoding as tiktoken_encoding, parse_rank_file
 
 Spans = list[tuple[int, int]]
@@ -28,23 +30,30 @@ Spans = list[tuple[int, int]]
 
 @dataclass
 class EncodedBatch:
-    """A batch of lines encoded: ids per line, and the same flat with (n, 2) character spans."""
+    """A batch of lines encoded: flat ids, their (n, 2) character spans, tokens per line, and
+    how many lines decode back to themselves."""
 
-    ids: list[list[int]]
     flat: np.ndarray
     spans: np.ndarray
     counts: np.ndarray
+    roundtrips: int
 
     def line(self, index: int) -> tuple[list[int], Spans]:
         """The ids and spans of one line of the batch."""
         start = int(self.counts[:index].sum())
-        spans = self.spans[start:start + int(self.counts[index])]
-        return self.ids[index], [tuple(pair) for pair in spans.tolist()]
+        end = start + int(self.counts[index])
+        return self.flat[start:end].tolist(), [tuple(pair) for pair in self.spans[start:end].tolist()]
 
 
 @dataclass
 class Encoder:
-    """What the metrics need to know about a tokenizer, and how to run it."""
+    """What the metrics need to know about a tokenizer, and how to run it.
+
+    An engine gives ids (`encode`, and flat in `_ids`) and, for any lines, ids, spans and
+    round trips the slow and sure way (`_exact`). Where its ids spell their input
+    (`spelling`), `encode_batch` takes spans and round trips from the spelling instead, and
+    only the lines it does not prove go the exact way.
+    """
 
     name: str
     engine: str
@@ -53,19 +62,40 @@ class Encoder:
     byte_fallback_ids: frozenset[int] = field(default_factory=frozenset)
     # How another process builds the same encoder (tokenmill.shards), if it can.
     recipe: dict | None = None
+    spelling: Spelling | None = None
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         raise NotImplementedError
 
+    def _ids(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Flat ids and tokens per line."""
+        return _flat(self.encode(lines))
+
+    def _exact(self, lines: Sequence[str]) -> EncodedBatch:
+        raise NotImplementedError
+
     def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
-        raise NotImplementedError
+        if self.spelling is None:
+            return self._exact(lines)
+        flat, counts = self._ids(lines)
+        spelled, spans = self.spelling.check(lines, flat, counts)
+        if spelled.all():
+            return EncodedBatch(flat, spans, counts, len(lines))
+        exact = self._exact([lines[i] for i in np.flatnonzero(~spelled)])
+        return _merged(EncodedBatch(flat, spans, counts, int(spelled.sum())), spelled, exact)
 
-    def decode(self, batch: Sequence[Sequence[int]]) -> list[str]:
-        raise NotImplementedError
 
-    def roundtrips(self, lines: Sequence[str], encoded: "EncodedBatch") -> int:
-        """How many lines decode back to themselves."""
-        return sum(back == line for line, back in zip(lines, self.decode(encoded.ids)))
+def _merged(spelled_batch: EncodedBatch, spelled: np.ndarray, exact: EncodedBatch) -> EncodedBatch:
+    """The batch with the tokens of the lines not spelled taken from their exact encoding."""
+    counts = spelled_batch.counts.copy()
+    counts[~spelled] = exact.counts
+    keep = spelled[np.repeat(np.arange(len(spelled)), spelled_batch.counts)]
+    mine = spelled[np.repeat(np.arange(len(spelled)), counts)]
+    flat = np.empty(int(counts.sum()), dtype=np.int64)
+    spans = np.empty((len(flat), 2), dtype=np.int64)
+    flat[mine], spans[mine] = spelled_batch.flat[keep], spelled_batch.spans[keep]
+    flat[~mine], spans[~mine] = exact.flat, exact.spans
+    return EncodedBatch(flat, spans, counts, spelled_batch.roundtrips + exact.roundtrips)
 
 
 def _flat(ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -74,80 +104,109 @@ def _flat(ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     return flat, counts
 
 
+def _roundtrips(lines: Sequence[str], decoded: Sequence[str]) -> int:
+    return sum(back == line for line, back in zip(lines, decoded))
+
+
 class TokenizersEncoder(Encoder):
-    """A `tokenizers.Tokenizer`, batch-encoded on all cores."""
+    """A `tokenizers.Tokenizer`; batch-encoded on all cores unless TOKENIZERS_PARALLELISM=false."""
 
     def __init__(self, name: str, tokenizer: Tokenizer) -> None:
         tokenizer.encode_special_tokens = True
-        model = json.loads(tokenizer.to_str())["model"]
+        data = json.loads(tokenizer.to_str())
+        model = data["model"]
         unk = model.get("unk_token")
         unk_id = model.get("unk_id") if model.get("type") == "Unigram" else (tokenizer.token_to_id(unk) if unk else None)
         byte_ids = frozenset()
         if model.get("byte_fallback"):
             byte_ids = frozenset(i for v in range(256) if (i := tokenizer.token_to_id(f"<0x{v:02X}>")) is not None)
-        super().__init__(name, "tokenizers", tokenizer.get_vocab_size(with_added_tokens=True), unk_id, byte_ids)
+        super().__init__(name, "tokenizers", tokenizer.get_vocab_size(with_added_tokens=True), unk_id, byte_ids,
+                         {"tokenizer_json": tokenizer.to_str()}, metaspace_spelling(tokenizer, data))
         self.tokenizer = tokenizer
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(list(lines), add_special_tokens=False)]
 
-    def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
+    def _ids(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        # Without offsets (all zeros here): the spelling gives spans, and encoding is faster.
+        return _flat([e.ids for e in self.tokenizer.encode_batch_fast(list(lines), add_special_tokens=False)])
+
+    def _exact(self, lines: Sequence[str]) -> EncodedBatch:
         encodings = self.tokenizer.encode_batch(list(lines), add_special_tokens=False)
         ids = [e.ids for e in encodings]
         flat, counts = _flat(ids)
         offsets = itertools.chain.from_iterable(itertools.chain.from_iterable(e.offsets for e in encodings))
         spans = np.fromiter(offsets, dtype=np.int64, count=2 * len(flat)).reshape(-1, 2)
-        return EncodedBatch(ids, flat, spans, counts)
-
-    def decode(self, batch: Sequence[Sequence[int]]) -> list[str]:
-        return self.tokenizer.decode_batch([list(ids) for ids in batch], skip_special_tokens=False)
+        return EncodedBatch(flat, spans, counts, _roundtrips(lines, self.tokenizer.decode_batch(ids, skip_special_tokens=False)))
 
 
-def byte_length_spans(lines: Sequence[str], lengths: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Character spans of tokens given each token's byte length, for engines that give no offsets.
+# tokenizer.json parts with which a "▁" model spells its input: a "▁" in front of the line and
+# for every space, split before each "▁" (and before a literal "<0x..>"), decoded by turning
+# "▁" back into spaces, bytes back into characters, fusing, and only then dropping the first
+# space (Strip works on each token).
+_METASPACE_NORMALIZERS = ({"type": "Prepend", "prepend": "\u2581"},
+                          {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+                          {"type": "Replace", "pattern": {"Regex": "\\A\u2581(?=<unk>|<s>|</s>)"}, "content": ""})
+_METASPACE_PRE_TOKENIZERS = ({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": True},
+                             {"type": "Split", "pattern": {"Regex": "<(?=0x[0-9A-F]{2}>)"}, "behavior": "Isolated", "invert": False})
+_METASPACE_DECODERS = ({"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"},
+                       {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0})
 
-    The tokens of a batch cover its lines' bytes end to end, so one cumulative sum gives every
-    token's byte range in the concatenated text; each range is then mapped to the characters
-    holding it (the pieces of a split character all get that character, as in `tokenizers`).
-    """
-    if not len(lengths):
-        return np.zeros((0, 2), np.int64)
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    points = np.frombuffer("".join(lines).encode("utf-32-le"), dtype=np.uint32)
-    if len(points) and int(points.max()) < 0x80:
-        first, last = starts, ends  # ASCII: bytes are characters
-    else:
-        char_bytes = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
-        char_of_byte = np.append(np.repeat(np.arange(len(points), dtype=np.int64), char_bytes), len(points))
-        first, last = char_of_byte[starts], char_of_byte[np.maximum(ends - 1, starts)] + (lengths > 0)
-    line_start = np.repeat(np.concatenate(([0], np.cumsum([len(line) for line in lines])[:-1])), counts)
-    return np.stack([first - line_start, last - line_start], axis=1)
+
+def _steps(part: dict | None, key: str) -> list[dict]:
+    if part is None:
+        return []
+    return part[key] if part["type"] == "Sequence" else [part]
+
+
+def metaspace_spelling(tokenizer: Tokenizer, data: dict) -> Spelling | None:
+    """How a "▁" BPE or Unigram model spells its input; None for any other tokenizer."""
+    model = data["model"]
+    normalizers, pre_tokenizers = _steps(data["normalizer"], "normalizers"), _steps(data["pre_tokenizer"], "pretokenizers")
+    decoders = _steps(data["decoder"], "decoders")
+    if (model["type"] not in ("BPE", "Unigram") or model.get("dropout") or model.get("continuing_subword_prefix")
+            or model.get("end_of_word_suffix") or not normalizers or normalizers[0] != _METASPACE_NORMALIZERS[0]
+            or not all(step in _METASPACE_NORMALIZERS for step in normalizers)
+            or _METASPACE_PRE_TOKENIZERS[0] not in pre_tokenizers
+            or not all(step in _METASPACE_PRE_TOKENIZERS for step in pre_tokenizers)
+            or decoders not in (list(_METASPACE_DECODERS), [d for d in _METASPACE_DECODERS if d["type"] != "ByteFallback"])):
+        return None
+    byte_fallback = {"type": "ByteFallback"} in decoders  # how the decoder reads "<0xAB>" tokens
+    special = {token["id"] for token in data["added_tokens"]}
+    unk = model.get("unk_id") if model["type"] == "Unigram" else tokenizer.token_to_id(model.get("unk_token") or "")
+
+    def piece(i: int) -> bytes | None:
+        token = tokenizer.id_to_token(i)
+        if token is None or i in special or i == unk:
+            return None
+        if byte_fallback and len(token) == 6 and token.startswith("<0x") and token.endswith(">"):
+            return bytes([int(token[3:5], 16)])
+        return token.replace("\u2581", " ").encode()
+
+    return Spelling.of([piece(i) for i in range(tokenizer.get_vocab_size(with_added_tokens=True))], dummy_prefix=True)
 
 
 class SentencePieceEncoder(Encoder):
     """sentencepiece itself, for the versions it trained (several times faster than their tokenizer.json).
 
-    Only for models whose pieces spell their input exactly (identity normalization with byte
-    fallback, so no <unk>): each piece's byte length is then known, "▁" standing for a space,
-    and the dummy prefix taking one byte off the first piece of a line.
+    Only for models whose pieces spell their input (identity normalization with byte
+    fallback, so no <unk>): "▁" stands for a space, and the dummy prefix for no byte.
     """
 
     def __init__(self, name: str, model: bytes, threads: int = 2) -> None:
         self.processor = sentencepiece.SentencePieceProcessor(model_proto=model)
         size = self.processor.get_piece_size()
         byte_ids = frozenset(i for i in range(size) if self.processor.is_byte(i))
-        super().__init__(name, "sentencepiece", size, self.processor.unk_id(), byte_ids, {"sentencepiece": model})
+        pieces = [bytes([int(self.processor.id_to_piece(i)[3:5], 16)]) if i in byte_ids
+                  else None if self.processor.is_control(i) or self.processor.is_unknown(i)
+                  else self.processor.id_to_piece(i).replace("\u2581", " ").encode() for i in range(size)]
+        super().__init__(name, "sentencepiece", size, self.processor.unk_id(), byte_ids, {"sentencepiece": model},
+                         Spelling.of(pieces, dummy_prefix=True))
         self.threads = threads
-        self.token_bytes = np.array([
-            1 if i in byte_ids else 0 if self.processor.is_control(i) or self.processor.is_unknown(i)
-            else len(self.processor.id_to_piece(i).replace("\u2581", " ").encode())
-            for i in range(size)
-        ], dtype=np.int64)
 
     @staticmethod
     def exact_spans(model: bytes) -> bool:
-        """Whether a model's pieces spell its input exactly (identity rule, byte fallback, dummy prefix)."""
+        """Whether a model's pieces spell its input (identity rule, byte fallback, dummy prefix)."""
         proto = model_pb2.ModelProto.FromString(model)
         normalizer = proto.normalizer_spec
         return (normalizer.name == "identity" and proto.trainer_spec.byte_fallback
@@ -156,34 +215,30 @@ class SentencePieceEncoder(Encoder):
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         return self.processor.encode(list(lines), num_threads=self.threads)
 
-    def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
-        ids = self.encode(lines)
+    def _exact(self, lines: Sequence[str]) -> EncodedBatch:
+        """Spans from each piece's byte offsets in the line (a piece without bytes of its own, as
+        the dummy prefix or all but the last byte of a character, gets the character it is at)."""
+        ids, spans = [], []
+        for line in lines:
+            pieces = self.processor.encode(line, return_type="proto").pieces
+            widths = utf8_widths(code_points(line))
+            char_of_byte = np.append(np.repeat(np.arange(len(line), dtype=np.int64), widths), len(line))
+            ids.append([p.id for p in pieces])
+            spans += [(int(char_of_byte[p.begin]), int(char_of_byte[p.end - 1]) + 1) if p.end > p.begin
+                      else (int(char_of_byte[p.begin]), min(int(char_of_byte[p.begin]) + 1, len(line)))
+                      for p in pieces]
         flat, counts = _flat(ids)
-        lengths = self.token_bytes[flat].copy()
-        firsts = np.concatenate(([0], np.cumsum(counts)[:-1]))[counts > 0]
-        lengths[firsts] -= 1  # the dummy "▁" in front of every line stands for no input byte
-        totals = np.zeros(len(lines), np.int64)
-        np.add.at(totals, np.repeat(np.arange(len(lines)), counts), lengths)
-        if not (totals == np.fromiter((len(line.encode()) for line in lines), np.int64, len(lines))).all():
-            raise ValueError(f"{self.name}: sentencepiece pieces do not spell the input; evaluate with tokenizer.json")
-        spans = byte_length_spans(lines, lengths, counts)
-        # A lone dummy "▁" belongs to the first word, as tokenizer.json's offsets have it.
-        lone = firsts[lengths[firsts] == 0]
-        spans[lone, 1] = spans[lone, 0] + 1
-        return EncodedBatch(ids, flat, spans, counts)
-
-    def decode(self, batch: Sequence[Sequence[int]]) -> list[str]:
-        return self.processor.decode([list(ids) for ids in batch], num_threads=self.threads)
+        decoded = self.processor.decode(ids, num_threads=self.threads)
+        return EncodedBatch(flat, np.array(spans, dtype=np.int64).reshape(-1, 2), counts, _roundtrips(lines, decoded))
 
 
 class TiktokenEncoder(Encoder):
-    """A tiktoken Encoding; spans come from each token's byte length, for a whole batch at once."""
+    """A tiktoken Encoding; its ranks spell their input, byte for byte."""
 
     def __init__(self, name: str, enc: tiktoken.Encoding, threads: int = 2, recipe: dict | None = None) -> None:
         # recipe: a reference name, or the rank file with its pattern and special tokens.
-        super().__init__(name, "tiktoken", enc.n_vocab, recipe=recipe)
+        super().__init__(name, "tiktoken", enc.n_vocab, recipe=recipe, spelling=Spelling.of(_token_bytes(enc)))
         self.enc = enc
-        self.token_bytes = _token_lengths(enc)
         # tiktoken releases the GIL while encoding; one thread per core, each over a slice of
         # the batch (its own batch call spawns a task per line, which costs more than it saves).
         self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
@@ -198,35 +253,25 @@ class TiktokenEncoder(Encoder):
                               [lines[i:i + size] for i in range(0, len(lines), size)])
         return [ids for part in parts for ids in part]
 
-    def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
+    def _exact(self, lines: Sequence[str]) -> EncodedBatch:
         ids = self.encode(lines)
         flat, counts = _flat(ids)
-        return EncodedBatch(ids, flat, byte_length_spans(lines, self.token_bytes[flat], counts), counts)
-
-    def decode(self, batch: Sequence[Sequence[int]]) -> list[str]:
-        return [self.enc.decode(list(ids), errors="replace") for ids in batch]
-
-    def roundtrips(self, lines: Sequence[str], encoded: "EncodedBatch") -> int:
-        """Exact, with one decode per batch: if the whole batch decodes to its bytes and every
-        line's tokens hold exactly that line's byte count, every line decodes to itself."""
-        data = [line.encode() for line in lines]
-        per_line = np.add.reduceat(self.token_bytes[encoded.flat], np.r_[0, np.cumsum(encoded.counts)[:-1]]) \
-            if len(encoded.flat) else np.zeros(len(lines), np.int64)
-        per_line = np.where(encoded.counts > 0, per_line, 0)  # reduceat repeats a value for empty lines
-        if (per_line == np.fromiter(map(len, data), np.int64, len(data))).all() \
-                and self.enc.decode_bytes(encoded.flat.tolist()) == b"".join(data):
-            return len(lines)
-        return super().roundtrips(lines, encoded)
+        lengths = np.maximum(self.spelling.lengths[flat], 0)
+        spans = [byte_length_spans([line], lengths[start:start + count], count[None])
+                 for line, start, count in zip(lines, np.cumsum(counts) - counts, counts)]
+        decoded = [self.enc.decode(line_ids, errors="replace") for line_ids in ids]
+        return EncodedBatch(flat, np.concatenate(spans) if spans else np.zeros((0, 2), np.int64), counts,
+                            _roundtrips(lines, decoded))
 
 
-def _token_lengths(enc: tiktoken.Encoding) -> np.ndarray:
-    lengths = np.zeros(enc.max_token_value + 1, dtype=np.int64)
-    for rank in range(enc.max_token_value + 1):
+def _token_bytes(enc: tiktoken.Encoding) -> list[bytes | None]:
+    pieces: list[bytes | None] = []
+    for rank in range(enc.n_vocab):
         try:
-            lengths[rank] = len(enc.decode_single_token_bytes(rank))
+            pieces.append(None if enc.is_special_token(rank) else enc.decode_single_token_bytes(rank))
         except KeyError:
-            pass  # an unused id between the ranks and the special tokens
-    return lengths
+            pieces.append(None)  # an unused id between the ranks and the special tokens
+    return pieces
 
 
 @lru_cache(maxsize=None)

@@ -16,11 +16,14 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from tokenmill.words import (
+    code_points,
     contains_no_space_script,
+    no_space_characters,
     whitespace_word_spans,
     word_rule,
     word_spans,
@@ -91,17 +94,17 @@ class MetricsAccumulator:
         if len(ids) and int(ids.min()) < 0:
             raise ValueError(f"token ids must be >= 0, got {int(ids.min())}")
         self._flush()
-        if contains_no_space_script("".join(lines)):
-            for index, line in enumerate(lines):
-                self._count_line(line, index, False)
-        else:
-            # No line needs the per-character word rule: count the batch in one go.
-            self._lines += len(lines)
-            self._characters += sum(map(len, lines))
+        batch = _BatchText.of(lines)
+        self._lines += len(lines)
+        self._characters += int(batch.lengths.sum())
         self._roundtrips += roundtrips
+        # Only lines with a no-space-script character take the per-character word rule.
+        positions = np.flatnonzero(no_space_characters(batch.codes))
+        for index in np.unique(np.searchsorted(batch.starts, positions, side="right") - 1).tolist():
+            self._special_line(lines[index], index)
         self._batch = list(lines)
         self._measure(np.asarray(ids, dtype=np.int64), np.asarray(spans, dtype=np.int64).reshape(-1, 2),
-                      np.asarray(line_tokens, dtype=np.int64))
+                      np.asarray(line_tokens, dtype=np.int64), batch)
 
     def _count_line(self, line: str, index: int, roundtrip_ok: bool) -> None:
         """Count one line, the index-th of the batch being gathered."""
@@ -110,11 +113,15 @@ class MetricsAccumulator:
         self._characters += len(line)
         if contains_no_space_script(line):
             # Rare outside CJK and Thai-like corpora: only these lines take the slow path.
-            self._saw_no_space = True
-            words = word_spans(line)
-            self._special_lines.append(index)
-            self._special_words.extend(words)
-            self._special_counts.append(len(words))
+            self._special_line(line, index)
+
+    def _special_line(self, line: str, index: int) -> None:
+        """Count the words of a line with a no-space-script character, the index-th of the batch."""
+        self._saw_no_space = True
+        words = word_spans(line)
+        self._special_lines.append(index)
+        self._special_words.extend(words)
+        self._special_counts.append(len(words))
 
     def merge(self, other: "MetricsAccumulator") -> None:
         """Fold in the sums of an accumulator that measured other lines of the same corpus."""
@@ -185,27 +192,23 @@ class MetricsAccumulator:
         if not self._batch:
             return
         self._measure(np.asarray(self._ids, dtype=np.int64), _as_spans(self._token_spans),
-                      np.asarray(self._line_tokens, dtype=np.int64))
+                      np.asarray(self._line_tokens, dtype=np.int64), _BatchText.of(self._batch))
 
-    def _measure(self, ids: np.ndarray, tokens: np.ndarray, line_tokens: np.ndarray) -> None:
+    def _measure(self, ids: np.ndarray, tokens: np.ndarray, line_tokens: np.ndarray, batch: "_BatchText") -> None:
         self._count_ids(ids)
-        # The batch is one text, lines joined by a newline: a line's spans shift by where
-        # it starts, and the newline keeps one line's spans from touching the next's.
-        text = "\n".join(self._batch)
-        self._bytes += len(text.encode("utf-8", "surrogatepass")) - (len(self._batch) - 1)
-        lengths = np.fromiter(map(len, self._batch), dtype=np.int64, count=len(self._batch))
-        starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]])
-        words = self._batch_words(text, starts)
+        self._bytes += len(batch.text.encode("utf-8", "surrogatepass")) - (len(self._batch) - 1)
+        words = self._batch_words(batch)
         # Clip spans to their line, then shift them to batch positions.
-        tokens = np.clip(tokens, 0, np.repeat(lengths, line_tokens)[:, None])
-        tokens += np.repeat(starts, line_tokens)[:, None]
+        tokens = np.clip(tokens, 0, np.repeat(batch.lengths, line_tokens)[:, None])
+        tokens += np.repeat(batch.starts, line_tokens)[:, None]
         self._words += len(words)
         self._continued += continued_words(words, tokens)
         self._clear_batch()
 
-    def _batch_words(self, text: str, starts: np.ndarray) -> np.ndarray:
+    def _batch_words(self, batch: "_BatchText") -> np.ndarray:
         """Return the sorted word spans of the batch, per-character rule included."""
-        words = whitespace_word_spans(text)
+        words = whitespace_word_spans(batch.text, batch.codes)
+        starts = batch.starts
         if not self._special_lines:
             return words
         # Swap the whitespace words of no-space-script lines for their word_spans.
@@ -229,14 +232,36 @@ class MetricsAccumulator:
             self._beyond.update(dict(zip(beyond.tolist(), counts.tolist())))
 
 
+@dataclass
+class _BatchText:
+    """Lines as one text joined by newlines: a line's spans shift by where it starts, and the
+    newline keeps one line's spans from touching the next's."""
+
+    text: str
+    codes: np.ndarray
+    lengths: np.ndarray
+    starts: np.ndarray
+
+    @classmethod
+    def of(cls, lines: Sequence[str]) -> "_BatchText":
+        lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+        text = "\n".join(lines)
+        return cls(text, code_points(text), lengths, np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]))
+
+
 def continued_words(words: np.ndarray, tokens: np.ndarray) -> int:
     """Count the words that two or more tokens overlap; both are (n, 2) [start, end) arrays."""
     if len(words) == 0 or len(tokens) == 0:
         return 0
     # A token [s, e) overlaps a word [ws, we) when s < we and e > ws. Words are sorted and
-    # disjoint, so the words one token overlaps are the contiguous indices first..last.
-    first = np.searchsorted(words[:, 1], tokens[:, 0], side="right")
-    last = np.searchsorted(words[:, 0], tokens[:, 1], side="left") - 1
+    # disjoint, so the words one token overlaps are the contiguous indices first..last:
+    # first = words ending at or before s, last = words starting before e, minus one (both
+    # read off running counts over positions, cheaper than a binary search per token).
+    size = int(max(words[-1, 1], tokens.max())) + 1
+    ends_upto = np.cumsum(np.bincount(words[:, 1], minlength=size))
+    starts_before = np.concatenate(([0], np.cumsum(np.bincount(words[:, 0], minlength=size))))
+    first = ends_upto[tokens[:, 0]]
+    last = starts_before[tokens[:, 1]] - 1
     hit = first <= last
     # +1 where a token's run of words opens and -1 after it closes; the running sum is the
     # number of tokens over each word.

@@ -1,22 +1,25 @@
 """Measuring one corpus in several processes: each encodes its share of the batches into its own
 metrics accumulator, and the accumulators are merged.
 
-For the tiktoken and sentencepiece engines, whose encoders are fast enough that the metrics'
-Python work (and tiktoken's GIL-held list building) bounds one process: one process per core
-measures about half as much again as one process with threads. The workers are plain
-subprocesses (`python -m tokenmill.shards`) fed pickled batches on stdin, because a Celery
-prefork child may not start `multiprocessing` children. Deliberately not for the
-`tokenizers` engine: its encode already keeps every core busy.
+One process per core, each encoding on one thread (TOKENIZERS_PARALLELISM=false), keeps
+every core busy with encoding and metrics alike, where one process would leave the metrics'
+Python work and the ids' list building to a single core. The workers are plain subprocesses
+(`python -m tokenmill.shards`) fed pickled batches on stdin, because a Celery prefork child
+may not start `multiprocessing` children.
 """
 
 import os
 import pickle
+import queue
 import subprocess
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
-from tokenmill.encoders import Encoder, SentencePieceEncoder, rank_file_encoder, reference_encoder
+from tokenizers import Tokenizer
+
+from tokenmill.encoders import Encoder, SentencePieceEncoder, TokenizersEncoder, rank_file_encoder, reference_encoder
 from tokenmill.metrics import MetricsAccumulator
 
 
@@ -28,11 +31,7 @@ def measure_in_processes(encoder: Encoder, batches: Iterator[list[str]], process
     try:
         for worker in workers:
             _send(worker.stdin, encoder.recipe | {"name": encoder.name})
-        for index, batch in enumerate(batches):
-            _send(workers[index % processes].stdin, batch)
-        for worker in workers:
-            _send(worker.stdin, None)
-            worker.stdin.close()
+        _feed(workers, batches)
         parts = [pickle.load(worker.stdout) for worker in workers]
         for worker in workers:
             worker.wait(timeout=60)
@@ -47,6 +46,46 @@ def measure_in_processes(encoder: Encoder, batches: Iterator[list[str]], process
     return {**total.result(), "engine": encoder.engine}
 
 
+def _feed(workers: list[subprocess.Popen], batches: Iterator[list[str]]) -> None:
+    """Hand each batch to whichever worker takes it first (one feeding thread per worker, so
+    a worker busy with a long batch never holds up the others), then tell each to finish."""
+    pending: queue.Queue = queue.Queue(maxsize=len(workers))
+    failures: list[BaseException] = []
+
+    def feed(worker: subprocess.Popen) -> None:
+        try:
+            while (batch := pending.get()) is not None:
+                _send(worker.stdin, batch)
+            _send(worker.stdin, None)
+            worker.stdin.close()
+        except BaseException as error:  # a worker gone: the caller kills them all
+            failures.append(error)
+
+    def put(item: list[str] | None) -> None:
+        while True:
+            if failures:
+                raise failures[0]
+            try:
+                return pending.put(item, timeout=1)
+            except queue.Full:
+                continue
+
+    threads = [threading.Thread(target=feed, args=(worker,), daemon=True) for worker in workers]
+    for thread in threads:
+        thread.start()
+    try:
+        for batch in batches:
+            put(batch)
+    finally:
+        # Every feeding thread ends, even when reading the batches failed.
+        for _ in threads:
+            put(None)
+        for thread in threads:
+            thread.join()
+    if failures:
+        raise failures[0]
+
+
 def _send(stream: BinaryIO, message: Any) -> None:
     pickle.dump(message, stream, protocol=pickle.HIGHEST_PROTOCOL)
     stream.flush()
@@ -57,6 +96,8 @@ def _encoder(recipe: dict) -> Encoder:
         return reference_encoder(recipe["reference"])
     if "sentencepiece" in recipe:
         return SentencePieceEncoder(recipe["name"], recipe["sentencepiece"], threads=1)
+    if "tokenizer_json" in recipe:
+        return TokenizersEncoder(recipe["name"], Tokenizer.from_str(recipe["tokenizer_json"]))
     return rank_file_encoder(recipe["name"], recipe["rank_file"], recipe["special_tokens"], recipe["pattern"], threads=1)
 
 
@@ -74,7 +115,7 @@ def main() -> None:
     accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
     for batch in _messages(source):
         encoded = encoder.encode_batch(batch)
-        accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, encoder.roundtrips(batch, encoded))
+        accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, encoded.roundtrips)
     _send(sink, accumulator)
 
 

@@ -76,6 +76,11 @@ _CLINGING = rf"(?:[^\w{_SPACE}]|_)"
 # and the extra False entry stands for every code point above it.
 _SPACE_TABLE = np.array([chr(c).isspace() for c in range(0x3001)] + [False])
 
+# The same ranges as a lookup table over code points, for scanning whole batches in numpy.
+_NO_SPACE_TABLE = np.zeros(NO_SPACE_RANGES[-1][1] + 2, dtype=bool)
+for _first, _last in NO_SPACE_RANGES:
+    _NO_SPACE_TABLE[_first:_last + 1] = True
+
 _NO_SPACE_CHAR = re.compile(f"[{_NO_SPACE}]")
 _WHITESPACE_WORD = re.compile(f"[^{_SPACE}]+")
 _WORD = re.compile(
@@ -95,11 +100,21 @@ def word_spans(text: str) -> list[tuple[int, int]]:
     return [match.span() for match in pattern.finditer(text)]
 
 
-def whitespace_word_spans(text: str) -> np.ndarray:
+def code_points(text: str) -> np.ndarray:
+    """Return the code points of `text` as a uint32 array."""
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def no_space_characters(codes: np.ndarray) -> np.ndarray:
+    """Return where `code_points(text)` has a character of a script written without spaces."""
+    return _NO_SPACE_TABLE[np.minimum(codes, len(_NO_SPACE_TABLE) - 1)]
+
+
+def whitespace_word_spans(text: str, codes: np.ndarray | None = None) -> np.ndarray:
     """Return the (n, 2) [start, end) spans of `text`'s whitespace words, scanned in numpy."""
     # The whitespace rule alone, vectorised for batches of lines that word_spans would
     # walk word by word in Python; callers apply the per-character rule where it is due.
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    codes = code_points(text) if codes is None else codes
     # Padded with a space on both sides, edges alternate: word start, word end, ...
     space = np.ones(len(codes) + 2, dtype=bool)
     space[1:-1] = _SPACE_TABLE[np.minimum(codes, len(_SPACE_TABLE) - 1)]

@@ -1,5 +1,6 @@
 """Measuring one corpus in several processes: each encodes its share of the batches into its own
-metrics accumulator, and the accumulators are merged.
+metrics accumulator, and the accumulators are merged. The processes are kept for the next
+measurement (of the next corpus, reference or version).
 
 One process per core, each encoding on one thread (TOKENIZERS_PARALLELISM=false), keeps
 every core busy with encoding and metrics alike, where one process would leave the metrics'
@@ -23,23 +24,39 @@ from tokenmill.encoders import Encoder, SentencePieceEncoder, TokenizersEncoder,
 from tokenmill.metrics import MetricsAccumulator
 
 
+_POOL: list[subprocess.Popen] = []  # worker processes kept between measurements
+_POOL_LOCK = threading.Lock()
+_POOL_PID = os.getpid()  # a forked child must not write to its parent's workers
+
+
+def start(processes: int) -> list[subprocess.Popen]:
+    """The pool's first `processes` workers, started if missing (they outlive one measurement:
+    starting Python with numpy and the tokenizer libraries costs a few tenths of a second)."""
+    global _POOL_PID
+    if _POOL_PID != os.getpid():
+        _POOL_PID, _POOL[:] = os.getpid(), []
+    _POOL[:] = [worker for worker in _POOL if worker.poll() is None]
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    while len(_POOL) < processes:
+        _POOL.append(subprocess.Popen([sys.executable, "-m", "tokenmill.shards"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, env=env))
+    return _POOL[:processes]
+
+
 def measure_in_processes(encoder: Encoder, batches: Iterator[list[str]], processes: int) -> dict[str, Any]:
     """The §6 metrics of the batches, measured by `processes` worker processes."""
-    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
-    workers = [subprocess.Popen([sys.executable, "-m", "tokenmill.shards"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, env=env) for _ in range(processes)]
-    try:
-        for worker in workers:
-            _send(worker.stdin, encoder.recipe | {"name": encoder.name})
-        _feed(workers, batches)
-        parts = [pickle.load(worker.stdout) for worker in workers]
-        for worker in workers:
-            worker.wait(timeout=60)
-    except BaseException:
-        for worker in workers:
-            worker.kill()
-            worker.wait()
-        raise
+    with _POOL_LOCK:
+        workers = start(processes)
+        try:
+            for worker in workers:
+                _send(worker.stdin, encoder.recipe | {"name": encoder.name})
+            _feed(workers, batches)
+            parts = [pickle.load(worker.stdout) for worker in workers]
+        except BaseException:
+            for worker in workers:
+                worker.kill()
+                worker.wait()
+            raise
     total = parts[0]
     for part in parts[1:]:
         total.merge(part)
@@ -57,7 +74,6 @@ def _feed(workers: list[subprocess.Popen], batches: Iterator[list[str]]) -> None
             while (batch := pending.get()) is not None:
                 _send(worker.stdin, batch)
             _send(worker.stdin, None)
-            worker.stdin.close()
         except BaseException as error:  # a worker gone: the caller kills them all
             failures.append(error)
 
@@ -107,16 +123,24 @@ def _messages(stream: BinaryIO) -> Iterable[Any]:
 
 
 def main() -> None:
-    """Worker side: read the recipe, then batches until None; answer with the accumulator."""
+    """Worker side: for each measurement, read the recipe, then batches until None, and answer
+    with the accumulator; the encoder is kept while the recipe stays the same. Ends at EOF."""
     source, sink = sys.stdin.buffer, sys.stdout.buffer
-    encoder = _encoder(pickle.load(source))
-    if hasattr(encoder, "pool"):
-        encoder.pool, encoder.threads = None, 1  # a cached reference encoder comes with threads
-    accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
-    for batch in _messages(source):
-        encoded = encoder.encode_batch(batch)
-        accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, encoded.roundtrips)
-    _send(sink, accumulator)
+    recipe, encoder = None, None
+    while True:
+        try:
+            received = pickle.load(source)
+        except EOFError:
+            return
+        if received != recipe:
+            recipe, encoder = received, _encoder(received)
+            if hasattr(encoder, "pool"):
+                encoder.pool, encoder.threads = None, 1  # a cached reference encoder comes with threads
+        accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
+        for batch in _messages(source):
+            encoded = encoder.encode_batch(batch)
+            accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, encoded.roundtrips)
+        _send(sink, accumulator)
 
 
 if __name__ == "__main__":

@@ -139,6 +139,14 @@ def test_measuring_in_processes_gives_the_same_metrics(bytebpe_files, monkeypatc
     monkeypatch.setattr(evaluation, "BATCH_LINES", 64)  # several batches for each process
     spread = measure(fast, text)
     assert spread == here
+    # The worker processes stay for the next measurement; one that died is replaced.
+    from tokenmill import shards
+
+    workers = shards.start(2)
+    assert measure(fast, text) == here and shards.start(2) == workers
+    workers[0].kill()
+    workers[0].wait()
+    assert measure(fast, text) == here and shards.start(2)[0] is not workers[0]
     # References travel by name.
     assert measure(reference_encoder("gpt2"), text) == pytest.approx(
         {**here, **measure(reference_encoder("gpt2"), text)})

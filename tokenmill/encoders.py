@@ -21,7 +21,7 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from tokenizers import Tokenizer
 
 from tokenmill.references import load_reference
-from tokenmill.spelling import Spelling, byte_length_spans, utf8_widths
+from tokenmill.spelling import Spelling, WordPieceSpelling, byte_length_spans, utf8_widths
 from tokenmill.words import code_points
 from tokenmill.tiktoken_format import encoding as tiktoken_encoding, parse_rank_file
 
@@ -78,11 +78,11 @@ class Encoder:
         if self.spelling is None:
             return self._exact(lines)
         flat, counts = self._ids(lines)
-        spelled, spans = self.spelling.check(lines, flat, counts)
-        if spelled.all():
-            return EncodedBatch(flat, spans, counts, len(lines))
-        exact = self._exact([lines[i] for i in np.flatnonzero(~spelled)])
-        return _merged(EncodedBatch(flat, spans, counts, int(spelled.sum())), spelled, exact)
+        checked = self.spelling.check(lines, flat, counts)
+        spelled = EncodedBatch(flat, checked.spans, counts, int(checked.roundtrips.sum()))
+        if checked.spelled.all():
+            return spelled
+        return _merged(spelled, checked.spelled, self._exact([lines[i] for i in np.flatnonzero(~checked.spelled)]))
 
 
 def _merged(spelled_batch: EncodedBatch, spelled: np.ndarray, exact: EncodedBatch) -> EncodedBatch:
@@ -120,8 +120,9 @@ class TokenizersEncoder(Encoder):
         byte_ids = frozenset()
         if model.get("byte_fallback"):
             byte_ids = frozenset(i for v in range(256) if (i := tokenizer.token_to_id(f"<0x{v:02X}>")) is not None)
+        spelling = metaspace_spelling(tokenizer, data) or wordpiece_spelling(tokenizer, data)
         super().__init__(name, "tokenizers", tokenizer.get_vocab_size(with_added_tokens=True), unk_id, byte_ids,
-                         {"tokenizer_json": tokenizer.to_str()}, metaspace_spelling(tokenizer, data))
+                         {"tokenizer_json": tokenizer.to_str()}, spelling)
         self.tokenizer = tokenizer
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
@@ -184,6 +185,35 @@ def metaspace_spelling(tokenizer: Tokenizer, data: dict) -> Spelling | None:
         return token.replace("\u2581", " ").encode()
 
     return Spelling.of([piece(i) for i in range(tokenizer.get_vocab_size(with_added_tokens=True))], dummy_prefix=True)
+
+
+def wordpiece_spelling(tokenizer: Tokenizer, data: dict) -> WordPieceSpelling | None:
+    """How a WordPiece model spells its input, if nothing normalizes it and its pre-tokenizer
+    only drops whitespace; None for any other tokenizer. How the decoder joins each token to
+    the one before is asked of the decoder itself, token by token."""
+    model, decoder = data["model"], data["decoder"] or {}
+    prefix = model.get("continuing_subword_prefix")
+    if (model["type"] != "WordPiece" or data["normalizer"] is not None or not prefix
+            or (data["pre_tokenizer"] or {}).get("type") not in ("Whitespace", "WhitespaceSplit", "BertPreTokenizer")
+            or decoder.get("type") != "WordPiece" or decoder.get("prefix") != prefix):
+        return None
+    special = {token["id"] for token in data["added_tokens"]} | {tokenizer.token_to_id(model.get("unk_token") or "")}
+    pieces, glued, continuing = [], [], []
+    for i in range(tokenizer.get_vocab_size(with_added_tokens=True)):
+        token = tokenizer.id_to_token(i)
+        piece = token[len(prefix):] if token is not None and token.startswith(prefix) else token
+        after = tokenizer.decoder.decode(["x", token]) if piece and i not in special else None
+        if after == "x" + piece and tokenizer.decoder.decode([token]) in (token, piece) and not any(c.isspace() for c in piece):
+            pieces.append(piece)
+            glued.append(True)
+        elif after == "x " + piece and tokenizer.decoder.decode([token]) == piece and not any(c.isspace() for c in piece):
+            pieces.append(piece)
+            glued.append(False)
+        else:
+            pieces.append(None)
+            glued.append(False)
+        continuing.append(piece is not None and piece != token)
+    return WordPieceSpelling.of_pieces(pieces, glued, continuing)
 
 
 class SentencePieceEncoder(Encoder):

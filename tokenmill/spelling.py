@@ -1,13 +1,17 @@
-"""Spelling: token ids that stand for fixed bytes, checked against the lines they encode.
+"""Spelling: token ids that stand for fixed text, checked against the lines they encode.
 
 tiktoken's byte-level ranks, sentencepiece models and tokenizer.json models with a "▁"
 metaspace spell their input: every id stands for fixed bytes ("▁" for a space, "<0xAB>"
 for one byte), and a line's tokens, end to end, are the line, after a dummy space in front
-for the metaspace kinds. `Spelling.check` proves this for every line of a batch at once by
-gathering the ids' bytes and comparing them with the text. A line that passes decodes back
-to itself, and each of its tokens covers the characters holding its bytes, so it needs
-neither a decode nor per-token offsets. Lines that fail (an unknown token, a literal "▁",
-a special token) are left to the engine's own exact path.
+for the metaspace kinds (`Spelling`). WordPiece tokens spell the line's characters other
+than whitespace, a word's later pieces after their "##" (`WordPieceSpelling`).
+
+`check` proves this for every line of a batch at once by gathering the ids' bytes (or
+characters) and comparing them with the text. A line that passes needs no per-token
+offsets: each token covers the characters holding what it spells. Nor does it need a
+decode: a spelled line decodes back to itself, or for WordPiece does exactly when the
+spaces the decoder puts between words are the line's own. Lines that fail (an unknown
+token, a literal "▁", a special token) are left to the engine's own exact path.
 
 Deliberately not handled: which tokenizers spell their input (`tokenmill.encoders` decides
 from each model's normalizer, pre-tokenizer and decoder), and the lines that fail.
@@ -15,22 +19,33 @@ from each model's normalizer, pre-tokenizer and decoder), and the lines that fai
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
 from tokenmill.words import code_points
 
-NO_BYTES = -1  # the length of an id that stands for no fixed bytes (unknown, control, special)
+NO_BYTES = -1  # the length of an id that stands for no fixed text (unknown, control, special)
+
+
+class Checked(NamedTuple):
+    """What `check` found, line by line: spelled, decodes back to itself (only spelled lines
+    can), and the (n, 2) character spans of the spelled lines' tokens (zeros elsewhere)."""
+
+    spelled: np.ndarray
+    roundtrips: np.ndarray
+    spans: np.ndarray
 
 
 @dataclass(frozen=True)
 class Spelling:
     """The bytes each id stands for, end to end in `blob`."""
 
-    blob: np.ndarray  # uint8
+    blob: np.ndarray  # uint8 (code points, uint32, for WordPiece)
     starts: np.ndarray  # where each id's bytes start in blob
     lengths: np.ndarray  # how many bytes each id stands for, or NO_BYTES
-    dummy_prefix: bool  # a non-empty line is spelled with a space in front that stands for nothing
+    dummy_prefix: bool = False  # a non-empty line is spelled with a space in front that stands for nothing
 
     @classmethod
     def of(cls, pieces: Sequence[bytes | None], dummy_prefix: bool = False) -> "Spelling":
@@ -40,80 +55,162 @@ class Spelling:
         sizes = np.maximum(lengths, 0)
         return cls(blob, np.cumsum(sizes) - sizes, lengths, dummy_prefix)
 
-    def check(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Which lines their ids spell exactly, and the (n, 2) character spans of those lines'
-        tokens (zeros for the tokens of the other lines)."""
+    def check(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> Checked:
+        """Which lines their ids spell exactly, which of those decode back to themselves, and the
+        spans of their tokens."""
         text = _Text(lines)
         inside = flat < len(self.lengths)
         lengths = self.lengths[flat] if inside.all() else np.where(inside, self.lengths[np.where(inside, flat, 0)], NO_BYTES)
         ends = np.cumsum(counts)
         running = np.concatenate(([0], np.cumsum(lengths)))
-        dummies = ends[counts > 0] - counts[counts > 0]  # the first token of every non-empty line
-        expected = text.line_bytes + (self.dummy_prefix & (counts > 0))
-        spelled = running[ends] - running[ends - counts] == expected
+        spelled = running[ends] - running[ends - counts] == self._expected(text, counts)
         if (lengths < 0).any():
             spelled &= np.bincount(np.repeat(np.arange(len(lines)), counts)[lengths < 0], minlength=len(lines)) == 0
         if not spelled.all():
             return self._check_candidates(lines, flat, counts, spelled)
-        if not self._same_bytes(flat, lengths, running, text.spelled(self.dummy_prefix)):
+        got = self.blob[np.repeat(self.starts[flat] - running[:-1], lengths) + np.arange(int(running[-1]))]
+        if not (got == self._wanted(text)).all():
             return self._check_halves(lines, flat, counts)
+        return self._read(text, flat, lengths, counts)
+
+    def _expected(self, text: "_Text", counts: np.ndarray) -> np.ndarray:
+        """How many units (bytes here) each line's ids must spell."""
+        return text.line_bytes + (self.dummy_prefix & (counts > 0))
+
+    def _wanted(self, text: "_Text") -> np.ndarray:
+        """The units the ids of the lines must spell, end to end."""
         if self.dummy_prefix:
+            data = "".join(" " + line for line in text.lines if line).encode("utf-8", "surrogatepass")
+        else:
+            data = text.joined.encode("utf-8", "surrogatepass")
+        return np.frombuffer(data, dtype=np.uint8)
+
+    def _read(self, text: "_Text", flat: np.ndarray, lengths: np.ndarray, counts: np.ndarray) -> Checked:
+        """Round trips and spans of lines all spelled."""
+        if self.dummy_prefix:
+            dummies = (np.cumsum(counts) - counts)[counts > 0]  # the first token of every non-empty line
             lengths = lengths.copy()
             lengths[dummies] -= 1  # the dummy space in front of every line stands for no input byte
-        spans = byte_length_spans(lines, lengths, counts, text.codes, text.widths)
+        spans = byte_length_spans(text.lines, lengths, counts, text.codes, text.widths)
         if self.dummy_prefix:
             # A lone dummy "▁" belongs to the first word, as tokenizer.json's offsets have it.
             lone = dummies[lengths[dummies] == 0]
             spans[lone, 1] = spans[lone, 0] + 1
-        return spelled, spans
+        every = np.ones(len(text.lines), dtype=bool)
+        return Checked(every, every, spans)
 
     def _check_candidates(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray,
-                          candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                          candidates: np.ndarray) -> Checked:
         """`check` where only the candidate lines can be spelled: those are checked as a batch."""
-        spelled = np.zeros(len(lines), dtype=bool)
+        spelled, roundtrips = np.zeros(len(lines), dtype=bool), np.zeros(len(lines), dtype=bool)
         spans = np.zeros((len(flat), 2), dtype=np.int64)
         if candidates.any():
             keep = np.repeat(candidates, counts)
             chosen = np.flatnonzero(candidates)
-            spelled[chosen], spans[keep] = self.check([lines[i] for i in chosen.tolist()], flat[keep], counts[chosen])
-        return spelled, spans
+            spelled[chosen], roundtrips[chosen], spans[keep] = self.check(
+                [lines[i] for i in chosen.tolist()], flat[keep], counts[chosen])
+        return Checked(spelled, roundtrips, spans)
 
-    def _check_halves(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`check` where the byte counts agree but some bytes differ (rare): halve until found."""
+    def _check_halves(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> Checked:
+        """`check` where the counts agree but some units differ (rare): halve until found."""
         if len(lines) == 1:
-            return np.zeros(1, dtype=bool), np.zeros((len(flat), 2), dtype=np.int64)
+            return Checked(np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), np.zeros((len(flat), 2), dtype=np.int64))
         half = len(lines) // 2
         cut = int(counts[:half].sum())
         first, second = self.check(lines[:half], flat[:cut], counts[:half]), self.check(lines[half:], flat[cut:], counts[half:])
-        return np.concatenate([first[0], second[0]]), np.concatenate([first[1], second[1]])
+        return Checked(*(np.concatenate(pair) for pair in zip(first, second)))
 
-    def _same_bytes(self, flat: np.ndarray, lengths: np.ndarray, running: np.ndarray, wanted: bytes) -> bool:
-        """Whether the ids' bytes, end to end, are `wanted` (of the same length)."""
-        got = self.blob[np.repeat(self.starts[flat] - running[:-1], lengths) + np.arange(len(wanted))]
-        return bool((got == np.frombuffer(wanted, dtype=np.uint8)).all())
+
+# Unicode White_Space, which `tokenizers`' whitespace pre-tokenizers drop (Rust's \s and
+# char::is_whitespace); all of it lies below U+3001.
+_WHITE_SPACE = np.zeros(0x3002, dtype=bool)
+for _first, _last in ((0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                      (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000)):
+    _WHITE_SPACE[_first:_last + 1] = True
+
+
+@dataclass(frozen=True)
+class WordPieceSpelling(Spelling):
+    """WordPiece ids: the characters each stands for (without "##"), and how the decoder
+    joins it to the token before: glued (continuing pieces) or after a space, which the
+    decoder's cleanup drops before ".", "?", "!" and ","."""
+
+    glued: np.ndarray = None  # bool per id: decoded right after the token before, no space
+    continuing: np.ndarray = None  # bool per id: a later piece of a word ("##" kept if first in a line)
+
+    @classmethod
+    def of_pieces(cls, pieces: Sequence[str | None], glued: Sequence[bool], continuing: Sequence[bool]) -> "WordPieceSpelling":
+        """From each id's characters (None: no fixed text), whether the decoder glues it on,
+        and whether it is a continuing piece."""
+        lengths = np.array([NO_BYTES if not piece else len(piece) for piece in pieces], dtype=np.int64)
+        blob = code_points("".join(piece for piece in pieces if piece))
+        sizes = np.maximum(lengths, 0)
+        return cls(blob, np.cumsum(sizes) - sizes, lengths, False, np.array(glued, dtype=bool),
+                   np.array(continuing, dtype=bool))
+
+    def _expected(self, text: "_Text", counts: np.ndarray) -> np.ndarray:
+        return text.line_kept
+
+    def _wanted(self, text: "_Text") -> np.ndarray:
+        return text.codes[text.kept]
+
+    def _read(self, text: "_Text", flat: np.ndarray, lengths: np.ndarray, counts: np.ndarray) -> Checked:
+        """Spans from where each token's characters sit among the characters kept; a line
+        decodes back to itself when it has no whitespace at either end and, between tokens,
+        exactly the decoder's: nothing before a glued token, one space before any other."""
+        size = len(text.lines)
+        running = np.cumsum(lengths)
+        first = text.kept[running - lengths]
+        last = text.kept[running - 1] + 1
+        line_start = np.repeat(text.line_starts, counts)
+        spans = np.stack([first - line_start, last - line_start], axis=1)
+        line_of = np.repeat(np.arange(size), counts)
+        gap = first[1:] - last[:-1]
+        joined = np.where(self.glued[flat[1:]], gap == 0, (gap == 1) & (text.codes[np.minimum(last[:-1], len(text.codes) - 1)] == 0x20))
+        line_first = np.ones(len(flat), dtype=bool)
+        line_first[1:] = line_of[1:] != line_of[:-1]
+        good = np.ones(len(flat), dtype=bool)
+        good[1:] = joined
+        good[line_first] = (spans[line_first, 0] == 0) & ~self.continuing[flat[line_first]]
+        line_last = np.ones(len(flat), dtype=bool)
+        line_last[:-1] = line_first[1:]
+        good[line_last] &= spans[line_last, 1] == text.line_chars[line_of[line_last]]
+        roundtrips = (np.bincount(line_of[~good], minlength=size) == 0) & ((counts > 0) | (text.line_chars == 0))
+        return Checked(np.ones(size, dtype=bool), roundtrips, spans)
 
 
 class _Text:
-    """A batch of lines end to end: code points, UTF-8 widths (None if all ASCII), bytes per line."""
+    """A batch of lines end to end: code points, UTF-8 widths (None if all ASCII), bytes per line;
+    for WordPiece, the positions of the characters other than whitespace."""
 
     def __init__(self, lines: Sequence[str]) -> None:
         self.lines = lines
         self.joined = "".join(lines)
         self.codes = code_points(self.joined)
-        chars = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
-        if not len(self.codes) or int(self.codes.max()) < 0x80:
-            self.widths, self.line_bytes = None, chars
-        else:
-            self.widths = utf8_widths(self.codes)
-            running = np.concatenate(([0], np.cumsum(self.widths)))
-            ends = np.cumsum(chars)
-            self.line_bytes = running[ends] - running[ends - chars]
+        self.line_chars = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+        self.line_starts = np.cumsum(self.line_chars) - self.line_chars
 
-    def spelled(self, dummy_prefix: bool) -> bytes:
-        """The bytes the ids of the lines must spell."""
-        if dummy_prefix:
-            return "".join(" " + line for line in self.lines if line).encode("utf-8", "surrogatepass")
-        return self.joined.encode("utf-8", "surrogatepass")
+    @cached_property
+    def widths(self) -> np.ndarray | None:
+        return None if not len(self.codes) or int(self.codes.max()) < 0x80 else utf8_widths(self.codes)
+
+    @cached_property
+    def line_bytes(self) -> np.ndarray:
+        if self.widths is None:
+            return self.line_chars
+        running = np.concatenate(([0], np.cumsum(self.widths)))
+        return running[self.line_starts + self.line_chars] - running[self.line_starts]
+
+    @cached_property
+    def kept(self) -> np.ndarray:
+        """Positions of the characters other than whitespace."""
+        return np.flatnonzero(~_WHITE_SPACE[np.minimum(self.codes, len(_WHITE_SPACE) - 1)])
+
+    @cached_property
+    def line_kept(self) -> np.ndarray:
+        """How many characters other than whitespace each line has."""
+        running = np.concatenate(([0], np.cumsum(~_WHITE_SPACE[np.minimum(self.codes, len(_WHITE_SPACE) - 1)])))
+        return running[self.line_starts + self.line_chars] - running[self.line_starts]
 
 
 def utf8_widths(codes: np.ndarray) -> np.ndarray:

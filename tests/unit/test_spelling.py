@@ -23,6 +23,7 @@ ADVERSARIAL = TORTURE + [
     "", " ", "   ", " leading", "trailing ", "two  spaces", "\u2581", "a\u2581b", "\u2581start", "end\u2581",
     "<unk> first", "<s> x </s>", "<|endoftext|> is text", "literal <0x41> and <0xZZ>", "ctrl\x01x nul\x00",
     "unseen: ሰላም ᠮᠣᠩᠭᠣᠯ ꦧꦱ 𓀀", "\u3000ideographic space", "tab\there", "x" * 300,
+    "Hello, world.", "x.y", "it's", "I do not", "rock ' n ' roll", "##hash", "a\x1cb", "nbsp\u00a0x",
 ]
 
 
@@ -49,6 +50,10 @@ def rank_file_encoder():
     return version_encoders("v", files, json.loads(files["manifest.json"]))[1]
 
 
+def _with(tokenizer: Tokenizer, **parts) -> Tokenizer:
+    return Tokenizer.from_str(json.dumps(json.loads(tokenizer.to_str()) | parts))
+
+
 ENCODERS = {
     "char BPE + byte fallback": lambda: tokenizers_encoder({"byte_level": False, "pre_tokenizer": "metaspace", "byte_fallback": True}),
     "char BPE metaspace": lambda: tokenizers_encoder({"byte_level": False, "pre_tokenizer": "metaspace"}),
@@ -60,6 +65,9 @@ ENCODERS = {
         resolve_spec({"library": "sentencepiece", "algorithm": "bpe", "vocab_size": 3000, "byte_fallback": True}),
         lines()).tokenizer_json)),
     "tiktoken rank file": rank_file_encoder,
+    "WordPiece": lambda: tokenizers_encoder({"algorithm": "wordpiece"}),
+    "WordPiece, whitespace split": lambda: TokenizersEncoder("v", _with(
+        tokenizers_encoder({"algorithm": "wordpiece"}).tokenizer, pre_tokenizer={"type": "WhitespaceSplit"})),
     "tiktoken cl100k_base": lambda: reference_encoder("cl100k_base"),
 }
 
@@ -77,9 +85,9 @@ def test_spelled_lines_get_the_exact_spans_and_round_trips(kind):
     assert (fast.spans[~byte] == exact.spans[~byte]).all()
     assert (exact.spans[byte, 0] <= fast.spans[byte, 0]).all() and (fast.spans[byte, 1] <= exact.spans[byte, 1]).all()
     assert fast.roundtrips == exact.roundtrips
-    spelled, _ = encoder.spelling.check(text, fast.flat, fast.counts)
+    spelled = encoder.spelling.check(text, fast.flat, fast.counts).spelled
     # Most lines take the fast path; the literal "▁" lines never do on the "▁" kinds.
-    assert spelled.mean() > 0.7
+    assert spelled.mean() > 0.65
     if encoder.spelling.dummy_prefix:
         assert not any(spelled[i] for i, line in enumerate(text) if "\u2581" in line)
 
@@ -87,7 +95,7 @@ def test_spelled_lines_get_the_exact_spans_and_round_trips(kind):
 def test_tokenizer_json_spans_are_its_offsets():
     encoder = ENCODERS["char BPE + byte fallback"]()
     text = lines(40, offset=500) + ADVERSARIAL
-    spelled, spans = encoder.spelling.check(text, *encoder._ids(text))
+    spelled, _, spans = encoder.spelling.check(text, *encoder._ids(text))
     offsets = encoder._exact(text)
     keep = np.repeat(spelled, offsets.counts)
     assert (spans[keep] == offsets.spans[keep]).all() and keep.mean() > 0.7
@@ -98,8 +106,8 @@ def test_ids_that_spell_other_bytes_are_caught_line_by_line():
     text = ["ab", "ba", "é a", "", "a?"]
     flat = np.array([0, 1, 1, 0, 3, 2, 0, 0, 4])
     counts = np.array([2, 2, 3, 0, 2])
-    spelled, spans = spelling.check(text, flat, counts)
-    assert spelled.tolist() == [True, True, True, True, False]
+    spelled, roundtrips, spans = spelling.check(text, flat, counts)
+    assert spelled.tolist() == roundtrips.tolist() == [True, True, True, True, False]
     assert spans[:7].tolist() == [[0, 1], [1, 2], [0, 1], [1, 2], [0, 1], [1, 2], [2, 3]]
     # Same byte counts, other bytes: only that line is out.
     swapped = np.array([1, 0, 1, 0, 3, 2, 0, 0, 4])
@@ -108,10 +116,32 @@ def test_ids_that_spell_other_bytes_are_caught_line_by_line():
 
 def test_a_dummy_prefix_stands_for_no_byte():
     spelling = Spelling.of([b" a", b"b", b" "], dummy_prefix=True)
-    spelled, spans = spelling.check(["ab", " b", "ab"], np.array([0, 1, 2, 2, 1, 0]), np.array([2, 3, 1]))
+    spelled, _, spans = spelling.check(["ab", " b", "ab"], np.array([0, 1, 2, 2, 1, 0]), np.array([2, 3, 1]))
     assert spelled.tolist() == [True, True, False]
     assert spans[:5].tolist() == [[0, 1], [1, 2], [0, 1], [0, 1], [1, 2]]  # the lone dummy belongs to the first word
 
 
-def test_wordpiece_is_measured_the_exact_way():
-    assert tokenizers_encoder({"algorithm": "wordpiece"}).spelling is None
+def test_only_whitespace_is_left_out_of_wordpiece_spelling():
+    from tokenizers.pre_tokenizers import Whitespace
+
+    from tokenmill.spelling import _WHITE_SPACE
+
+    split = Whitespace()
+    for code in range(0x3002):
+        character = chr(code)
+        dropped = split.pre_tokenize_str(f"a{character}b") == [("a", (0, 1)), ("b", (2, 3))]
+        assert _WHITE_SPACE[code] == dropped, hex(code)
+
+
+def test_wordpiece_round_trips_follow_the_decoders_spaces():
+    encoder = ENCODERS["WordPiece"]()
+    text = ["Hello, world.", "Hello ,world", "a  b", " a", "a ", "a\tb", "", " ", "x.y", "(quoted) \"text\"",
+            "it's", "I do not", "rock ' n ' roll", "end?! yes", "##hash", "1,000.5"]
+    ids, counts = encoder._ids(text)
+    checked = encoder.spelling.check(text, ids, counts)
+    decoded = encoder.tokenizer.decode_batch(encoder.encode(text), skip_special_tokens=False)
+    assert checked.spelled[:13].all()  # "##hash" is not: a word's first piece "##" reads as a later piece
+    spelled = checked.spelled.tolist()
+    assert [ok for ok, keep in zip(checked.roundtrips.tolist(), spelled) if keep] == \
+        [back == line for line, back, keep in zip(text, decoded, spelled) if keep]
+    assert checked.roundtrips.tolist()[:8] == [True, False, False, False, False, False, True, False]

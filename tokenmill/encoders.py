@@ -202,17 +202,13 @@ def wordpiece_spelling(tokenizer: Tokenizer, data: dict) -> WordPieceSpelling | 
     for i in range(tokenizer.get_vocab_size(with_added_tokens=True)):
         token = tokenizer.id_to_token(i)
         piece = token[len(prefix):] if token is not None and token.startswith(prefix) else token
-        after = tokenizer.decoder.decode(["x", token]) if piece and i not in special else None
-        if after == "x" + piece and tokenizer.decoder.decode([token]) in (token, piece) and not any(c.isspace() for c in piece):
-            pieces.append(piece)
-            glued.append(True)
-        elif after == "x " + piece and tokenizer.decoder.decode([token]) == piece and not any(c.isspace() for c in piece):
-            pieces.append(piece)
-            glued.append(False)
-        else:
-            pieces.append(None)
-            glued.append(False)
-        continuing.append(piece is not None and piece != token)
+        fixed = bool(piece) and i not in special and not any(c.isspace() for c in piece)
+        # After another token, the decoder writes it glued on or after a space (a first token
+        # is written as it is, "##" and all: `continuing` tells those apart).
+        after = tokenizer.decoder.decode(["x", token]) if fixed else None
+        pieces.append(piece if after in ("x" + piece, "x " + piece) else None)
+        glued.append(after == "x" + piece)
+        continuing.append(piece != token)
     return WordPieceSpelling.of_pieces(pieces, glued, continuing)
 
 

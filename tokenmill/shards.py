@@ -43,6 +43,16 @@ def start(processes: int) -> list[subprocess.Popen]:
     return _POOL[:processes]
 
 
+def stop() -> None:
+    """End the pool's workers (they also end by themselves when this process does)."""
+    with _POOL_LOCK:
+        for worker in _POOL:
+            worker.stdin.close()
+        for worker in _POOL:
+            worker.wait(timeout=30)
+        _POOL.clear()
+
+
 def measure_in_processes(encoder: Encoder, batches: Iterator[list[str]], processes: int) -> dict[str, Any]:
     """The §6 metrics of the batches, measured by `processes` worker processes."""
     with _POOL_LOCK:
@@ -124,23 +134,24 @@ def _messages(stream: BinaryIO) -> Iterable[Any]:
 
 def main() -> None:
     """Worker side: for each measurement, read the recipe, then batches until None, and answer
-    with the accumulator; the encoder is kept while the recipe stays the same. Ends at EOF."""
+    with the accumulator; the encoder is kept while the recipe stays the same. Ends quietly when
+    the measuring process closes the pipe or goes away."""
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     recipe, encoder = None, None
-    while True:
-        try:
+    try:
+        while True:
             received = pickle.load(source)
-        except EOFError:
-            return
-        if received != recipe:
-            recipe, encoder = received, _encoder(received)
-            if hasattr(encoder, "pool"):
-                encoder.pool, encoder.threads = None, 1  # a cached reference encoder comes with threads
-        accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
-        for batch in _messages(source):
-            encoded = encoder.encode_batch(batch)
-            accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, encoded.roundtrips)
-        _send(sink, accumulator)
+            if received != recipe:
+                recipe, encoder = received, _encoder(received)
+                if hasattr(encoder, "pool"):
+                    encoder.pool, encoder.threads = None, 1  # a cached reference encoder comes with threads
+            accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
+            for batch in _messages(source):
+                encoded = encoder.encode_batch(batch)
+                accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, encoded.roundtrips)
+            _send(sink, accumulator)
+    except (EOFError, BrokenPipeError):
+        return
 
 
 if __name__ == "__main__":

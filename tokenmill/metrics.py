@@ -22,11 +22,10 @@ import numpy as np
 
 from tokenmill.words import (
     code_points,
-    contains_no_space_script,
     no_space_characters,
+    text_word_spans,
     whitespace_word_spans,
     word_rule,
-    word_spans,
 )
 
 #: The order of the Rényi entropy, as Zouhar et al. (2023) recommend for efficiency.
@@ -71,7 +70,9 @@ class MetricsAccumulator:
             raise ValueError(f"{len(ids)} token ids but {len(spans)} spans")
         if len(ids) and min(ids) < 0:
             raise ValueError(f"token ids must be >= 0, got {min(ids)}")
-        self._count_line(line, len(self._batch), roundtrip_ok)
+        self._lines += 1
+        self._roundtrips += bool(roundtrip_ok)
+        self._characters += len(line)
         self._batch.append(line)
         self._batch_size += len(ids) + len(line) // 4
         self._ids.extend(ids)
@@ -98,30 +99,9 @@ class MetricsAccumulator:
         self._lines += len(lines)
         self._characters += int(batch.lengths.sum())
         self._roundtrips += roundtrips
-        # Only lines with a no-space-script character take the per-character word rule.
-        positions = np.flatnonzero(no_space_characters(batch.codes))
-        for index in np.unique(np.searchsorted(batch.starts, positions, side="right") - 1).tolist():
-            self._special_line(lines[index], index)
         self._batch = list(lines)
         self._measure(np.asarray(ids, dtype=np.int64), np.asarray(spans, dtype=np.int64).reshape(-1, 2),
                       np.asarray(line_tokens, dtype=np.int64), batch)
-
-    def _count_line(self, line: str, index: int, roundtrip_ok: bool) -> None:
-        """Count one line, the index-th of the batch being gathered."""
-        self._lines += 1
-        self._roundtrips += bool(roundtrip_ok)
-        self._characters += len(line)
-        if contains_no_space_script(line):
-            # Rare outside CJK and Thai-like corpora: only these lines take the slow path.
-            self._special_line(line, index)
-
-    def _special_line(self, line: str, index: int) -> None:
-        """Count the words of a line with a no-space-script character, the index-th of the batch."""
-        self._saw_no_space = True
-        words = word_spans(line)
-        self._special_lines.append(index)
-        self._special_words.extend(words)
-        self._special_counts.append(len(words))
 
     def merge(self, other: "MetricsAccumulator") -> None:
         """Fold in the sums of an accumulator that measured other lines of the same corpus."""
@@ -182,10 +162,6 @@ class MetricsAccumulator:
         self._ids: list[int] = []
         self._token_spans: list[tuple[int, int]] = []
         self._line_tokens: list[int] = []  # tokens per line
-        # Lines with a no-space-script character, by index in the batch, and their words.
-        self._special_lines: list[int] = []
-        self._special_words: list[tuple[int, int]] = []
-        self._special_counts: list[int] = []
 
     def _flush(self) -> None:
         """Measure the buffered lines in numpy and fold them into the totals."""
@@ -206,19 +182,12 @@ class MetricsAccumulator:
         self._clear_batch()
 
     def _batch_words(self, batch: "_BatchText") -> np.ndarray:
-        """Return the sorted word spans of the batch, per-character rule included."""
-        words = whitespace_word_spans(batch.text, batch.codes)
-        starts = batch.starts
-        if not self._special_lines:
-            return words
-        # Swap the whitespace words of no-space-script lines for their word_spans.
-        special = np.zeros(len(starts), dtype=bool)
-        special[self._special_lines] = True
-        line_of_word = np.searchsorted(starts, words[:, 0], side="right") - 1
-        extra = _as_spans(self._special_words)
-        extra += np.repeat(starts[self._special_lines], self._special_counts)[:, None]
-        words = np.concatenate([words[~special[line_of_word]], extra])
-        return words[np.argsort(words[:, 0], kind="stable")]
+        """Return the word spans of the batch (lines are apart: a newline joins them)."""
+        if no_space_characters(batch.codes).any():
+            # Rare outside CJK and Thai-like corpora: only such batches take the per-character rule.
+            self._saw_no_space = True
+            return text_word_spans(batch.codes)
+        return whitespace_word_spans(batch.text, batch.codes)
 
     def _count_ids(self, ids: np.ndarray) -> None:
         """Add a batch of ids to the per-id counts."""

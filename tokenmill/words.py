@@ -83,6 +83,8 @@ for _first, _last in NO_SPACE_RANGES:
 
 _NO_SPACE_CHAR = re.compile(f"[{_NO_SPACE}]")
 _WHITESPACE_WORD = re.compile(f"[^{_SPACE}]+")
+# The rule as a regex scanned left to right: its definition, which `text_word_spans` computes
+# in numpy (tests hold the two together).
 _WORD = re.compile(
     # One no-space character with the marks and punctuation around it ...
     rf"{_CLINGING}*+[{_NO_SPACE}]{_CLINGING}*+"
@@ -95,9 +97,84 @@ _WORD = re.compile(
 
 def word_spans(text: str) -> list[tuple[int, int]]:
     """Return the [start, end) character spans of the words of `text`, in order."""
-    # Most lines have no no-space character, and the plain whitespace scan is 2x faster.
-    pattern = _WORD if _NO_SPACE_CHAR.search(text) else _WHITESPACE_WORD
-    return [match.span() for match in pattern.finditer(text)]
+    if not _NO_SPACE_CHAR.search(text):
+        return [match.span() for match in _WHITESPACE_WORD.finditer(text)]
+    return [tuple(span) for span in text_word_spans(code_points(text)).tolist()]
+
+
+# str.isalnum() by code point, filled in as code points are met (-1: not asked yet).
+_ALNUM = np.full(0x110000, -1, dtype=np.int8)
+
+
+def _alnum(codes: np.ndarray) -> np.ndarray:
+    known = _ALNUM[codes]
+    if (known < 0).any():
+        for code in np.unique(codes[known < 0]).tolist():
+            _ALNUM[code] = chr(code).isalnum()
+        known = _ALNUM[codes]
+    return known.astype(bool)
+
+
+def text_word_spans(codes: np.ndarray) -> np.ndarray:
+    """Return the (n, 2) word spans of a text given as code points, in numpy.
+
+    The same words as the left-to-right scan of `_WORD` (tests hold the two together). Every
+    character other than whitespace is a no-space character alone (A), a no-space mark (M,
+    clinging and no-space at once), clinging (P) or other (O). Each A makes one word with the
+    clinging characters that follow it; the clinging run (C: M and P) before an A joins it
+    too when whitespace precedes the run, or, after an O, from the run's first M on; every
+    other run of P and O is one word; an M that reaches no A is a word alone.
+    """
+    size = len(codes)
+    if not size:
+        return np.zeros((0, 2), dtype=np.int64)
+    space = _SPACE_TABLE[np.minimum(codes, len(_SPACE_TABLE) - 1)]
+    no_space = no_space_characters(codes)
+    clinging = ~_alnum(codes) & ~space
+    a, m, p = no_space & ~clinging, no_space & clinging, clinging & ~no_space
+    o = ~space & ~no_space & ~clinging
+    # Class codes, and those of each character's neighbours (whitespace beyond the ends).
+    kind = np.select([a, m, p, o], [1, 2, 3, 4], 0).astype(np.int8)  # 0: whitespace
+    before = np.concatenate(([0], kind[:-1]))
+    after = np.concatenate((kind[1:], [0]))
+    # The clinging runs: where each starts and ends, what stands before and after it, its first M.
+    run_start = clinging & ~np.isin(before, (2, 3))
+    run_end = clinging & ~np.isin(after, (2, 3))
+    run = np.cumsum(run_start) - 1
+    starts, ends = np.flatnonzero(run_start), np.flatnonzero(run_end) + 1
+    left = before[starts]
+    right = np.where(ends < size, kind[np.minimum(ends, size - 1)], 0)
+    first_m = np.full(len(starts), size)
+    m_at = np.flatnonzero(m)
+    np.minimum.at(first_m, run[m_at], m_at)
+    has_m = first_m < size
+    # A run before an A joins it when whitespace comes first, or (from its first M) after an O.
+    joins_from_start = (right == 1) & (left == 0)
+    joins_from_m = (right == 1) & (left == 4) & has_m
+    word = np.zeros(size, dtype=bool)
+    word[a] = True
+    ahead = np.flatnonzero(a & np.isin(before, (2, 3)))  # A characters right after a run
+    word[ahead[joins_from_start[run[ahead - 1]] | joins_from_m[run[ahead - 1]]]] = False
+    word[starts[joins_from_start]] = True
+    word[first_m[joins_from_m]] = True
+    # Runs that reach no A and follow no A: each M is a word, and so is each run of P after
+    # an M, or at the start of a run after whitespace (after an O, those P join its word).
+    loose = np.zeros(len(starts) + 1, dtype=bool)
+    loose[:-1] = (right != 1) & (left != 1)
+    in_loose = clinging & loose[np.where(clinging, run, len(starts))]
+    word |= in_loose & m
+    word |= in_loose & p & (before == 2)
+    word[starts[loose[:-1] & (left == 0) & p[starts]]] = True
+    # An O starts a word unless it continues a run of P and O: after whitespace, an A, an M,
+    # or a P that clings to an A.
+    after_a_run = np.zeros(size, dtype=bool)
+    after_a_run[clinging] = (left == 1)[run[clinging]]
+    word |= o & (np.isin(before, (0, 1, 2)) | ((before == 3) & np.concatenate(([False], after_a_run[:-1]))))
+    # A word runs until the next word starts or whitespace comes.
+    begins = np.flatnonzero(word)
+    stops = np.flatnonzero(word | space)
+    limits = np.append(stops, size)
+    return np.stack([begins, limits[np.searchsorted(stops, begins, side="right")]], axis=1)
 
 
 def code_points(text: str) -> np.ndarray:
@@ -123,9 +200,7 @@ def whitespace_word_spans(text: str, codes: np.ndarray | None = None) -> np.ndar
 
 def count_words(text: str) -> int:
     """Return the number of words of `text` under the rule of this module."""
-    if _NO_SPACE_CHAR.search(text):
-        return len(_WORD.findall(text))
-    return len(text.split())
+    return len(word_spans(text))
 
 
 def contains_no_space_script(text: str) -> bool:

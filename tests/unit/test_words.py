@@ -115,3 +115,28 @@ def test_range_table_matches_unicode_script_properties():
     assert wrong.size == 0, [hex(c) for c in wrong[:20]]
     # Sorted and disjoint, so it reads as a table.
     assert all(a[1] < b[0] for a, b in zip(NO_SPACE_RANGES, NO_SPACE_RANGES[1:]))
+
+
+def test_numpy_word_rule_equals_the_regex_scan_on_random_text():
+    import random
+
+    from tokenmill.words import _WORD, code_points, text_word_spans
+
+    # One or two of each class: no-space letters (A), no-space marks (M), clinging (P),
+    # other (O) and whitespace, including the underscore and marks of other scripts.
+    alphabet = ["東", "ท", "ー", "\u0e48", "\u0e35", "。", ",", "_", "\u0301", "(", "a", "1", "é", "Ж", " ", "\n", "\u3000"]
+    rng = random.Random(7)
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        expected = [match.span() for match in _WORD.finditer(text)]
+        assert text_word_spans(code_points(text)).tolist() == [list(span) for span in expected], repr(text)
+
+
+def test_numpy_word_rule_equals_the_regex_scan_on_real_text():
+    from tests.services import CORPORA
+    from tokenmill.words import _WORD, code_points, text_word_spans
+
+    for name in ("jpn_Jpan", "tha_Thai", "zho_Hans", "khm_Khmr", "mya_Mymr", "bod_Tibt", "lao_Laoo", "eng_Latn"):
+        text = (CORPORA / "parallel_flores200_dev" / f"{name}.txt").read_text()[:20000]
+        expected = [match.span() for match in _WORD.finditer(text)]
+        assert text_word_spans(code_points(text)).tolist() == [list(span) for span in expected], name

@@ -26,15 +26,26 @@ from tokenmill.metrics import MetricsAccumulator
 
 _POOL: list[subprocess.Popen] = []  # worker processes kept between measurements
 _POOL_LOCK = threading.Lock()
-_POOL_PID = os.getpid()  # a forked child must not write to its parent's workers
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: drop the parent's workers (closing our copies of their pipes, so they
+    still end with the parent, and without flushing what a parent's thread was writing) and
+    the lock, which another thread may have held."""
+    global _POOL_LOCK
+    for worker in _POOL:
+        worker.stdin.raw.close()
+        worker.stdout.raw.close()
+    _POOL.clear()
+    _POOL_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def start(processes: int) -> list[subprocess.Popen]:
     """The pool's first `processes` workers, started if missing (they outlive one measurement:
     starting Python with numpy and the tokenizer libraries costs a few tenths of a second)."""
-    global _POOL_PID
-    if _POOL_PID != os.getpid():
-        _POOL_PID, _POOL[:] = os.getpid(), []
     _POOL[:] = [worker for worker in _POOL if worker.poll() is None]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     while len(_POOL) < processes:
@@ -88,28 +99,46 @@ def _feed(workers: list[subprocess.Popen], batches: Iterator[list[str]]) -> None
             failures.append(error)
 
     def put(item: list[str] | None) -> None:
-        while True:
-            if failures:
-                raise failures[0]
+        while not failures:
             try:
                 return pending.put(item, timeout=1)
             except queue.Full:
                 continue
+        raise WorkerFailed(workers) from failures[0]
 
     threads = [threading.Thread(target=feed, args=(worker,), daemon=True) for worker in workers]
     for thread in threads:
         thread.start()
+    finished = False
     try:
         for batch in batches:
             put(batch)
-    finally:
-        # Every feeding thread ends, even when reading the batches failed.
         for _ in threads:
             put(None)
-        for thread in threads:
-            thread.join()
+        finished = True
+    finally:
+        if not finished:
+            # Release every feeding thread: those waiting for a batch get None now, those
+            # writing to a worker fail once the caller kills it.
+            while True:
+                try:
+                    pending.get_nowait()
+                except queue.Empty:
+                    break
+            for _ in threads:
+                pending.put_nowait(None)
+    for thread in threads:
+        thread.join()
     if failures:
-        raise failures[0]
+        raise WorkerFailed(workers) from failures[0]
+
+
+class WorkerFailed(RuntimeError):
+    """A measuring worker process went away; what it printed is in this process's log."""
+
+    def __init__(self, workers: list[subprocess.Popen]) -> None:
+        codes = [worker.poll() for worker in workers]
+        super().__init__(f"a measuring worker process failed (exit codes {codes}); its error is logged above")
 
 
 def _send(stream: BinaryIO, message: Any) -> None:

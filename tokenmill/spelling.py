@@ -49,9 +49,9 @@ class Spelling:
 
     @classmethod
     def of(cls, pieces: Sequence[bytes | None], dummy_prefix: bool = False) -> "Spelling":
-        """From each id's bytes, None where an id stands for no fixed bytes."""
-        lengths = np.array([NO_BYTES if piece is None else len(piece) for piece in pieces], dtype=np.int64)
-        blob = np.frombuffer(b"".join(piece for piece in pieces if piece is not None), dtype=np.uint8)
+        """From each id's bytes, None (or empty) where an id stands for no fixed bytes."""
+        lengths = np.array([NO_BYTES if not piece else len(piece) for piece in pieces], dtype=np.int64)
+        blob = np.frombuffer(b"".join(piece for piece in pieces if piece), dtype=np.uint8)
         sizes = np.maximum(lengths, 0)
         return cls(blob, np.cumsum(sizes) - sizes, lengths, dummy_prefix)
 
@@ -63,19 +63,23 @@ class Spelling:
         lengths = self.lengths[flat] if inside.all() else np.where(inside, self.lengths[np.where(inside, flat, 0)], NO_BYTES)
         ends = np.cumsum(counts)
         running = np.concatenate(([0], np.cumsum(lengths)))
-        spelled = running[ends] - running[ends - counts] == self._expected(text, counts)
+        expected = self._expected(text)
+        spelled = running[ends] - running[ends - counts] == expected
         if (lengths < 0).any():
             spelled &= np.bincount(np.repeat(np.arange(len(lines)), counts)[lengths < 0], minlength=len(lines)) == 0
         if not spelled.all():
             return self._check_candidates(lines, flat, counts, spelled)
         got = self.blob[np.repeat(self.starts[flat] - running[:-1], lengths) + np.arange(int(running[-1]))]
-        if not (got == self._wanted(text)).all():
-            return self._check_halves(lines, flat, counts)
+        differ = np.flatnonzero(got != self._wanted(text))
+        if len(differ):
+            # Rare: the counts agree but some units differ; those lines are out, the rest proven.
+            spelled[np.repeat(np.arange(len(lines)), expected)[differ]] = False
+            return self._check_candidates(lines, flat, counts, spelled)
         return self._read(text, flat, lengths, counts)
 
-    def _expected(self, text: "_Text", counts: np.ndarray) -> np.ndarray:
+    def _expected(self, text: "_Text") -> np.ndarray:
         """How many units (bytes here) each line's ids must spell."""
-        return text.line_bytes + (self.dummy_prefix & (counts > 0))
+        return text.line_bytes + (self.dummy_prefix & (text.line_chars > 0))
 
     def _wanted(self, text: "_Text") -> np.ndarray:
         """The units the ids of the lines must spell, end to end."""
@@ -111,18 +115,8 @@ class Spelling:
                 [lines[i] for i in chosen.tolist()], flat[keep], counts[chosen])
         return Checked(spelled, roundtrips, spans)
 
-    def _check_halves(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> Checked:
-        """`check` where the counts agree but some units differ (rare): halve until found."""
-        if len(lines) == 1:
-            return Checked(np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), np.zeros((len(flat), 2), dtype=np.int64))
-        half = len(lines) // 2
-        cut = int(counts[:half].sum())
-        first, second = self.check(lines[:half], flat[:cut], counts[:half]), self.check(lines[half:], flat[cut:], counts[half:])
-        return Checked(*(np.concatenate(pair) for pair in zip(first, second)))
-
-
-# Unicode White_Space, which `tokenizers`' whitespace pre-tokenizers drop (Rust's \s and
-# char::is_whitespace); all of it lies below U+3001.
+# Unicode White_Space, which `tokenizers`' whitespace pre-tokenizers drop (Whitespace's
+# regex, WhitespaceSplit's and BertPreTokenizer's char::is_whitespace); all below U+3001.
 _WHITE_SPACE = np.zeros(0x3002, dtype=bool)
 for _first, _last in ((0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
                       (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000)):
@@ -132,8 +126,8 @@ for _first, _last in ((0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0
 @dataclass(frozen=True)
 class WordPieceSpelling(Spelling):
     """WordPiece ids: the characters each stands for (without "##"), and how the decoder
-    joins it to the token before: glued (continuing pieces) or after a space, which the
-    decoder's cleanup drops before ".", "?", "!" and ","."""
+    joins it to the token before: glued (continuing pieces, and those the decoder's cleanup
+    glues on, such as "." or "'s") or after a space."""
 
     glued: np.ndarray = None  # bool per id: decoded right after the token before, no space
     continuing: np.ndarray = None  # bool per id: a later piece of a word ("##" kept if first in a line)
@@ -148,7 +142,7 @@ class WordPieceSpelling(Spelling):
         return cls(blob, np.cumsum(sizes) - sizes, lengths, False, np.array(glued, dtype=bool),
                    np.array(continuing, dtype=bool))
 
-    def _expected(self, text: "_Text", counts: np.ndarray) -> np.ndarray:
+    def _expected(self, text: "_Text") -> np.ndarray:
         return text.line_kept
 
     def _wanted(self, text: "_Text") -> np.ndarray:
@@ -198,7 +192,7 @@ class _Text:
     def line_bytes(self) -> np.ndarray:
         if self.widths is None:
             return self.line_chars
-        running = np.concatenate(([0], np.cumsum(self.widths)))
+        running = np.concatenate(([0], np.cumsum(self.widths, dtype=np.int64)))
         return running[self.line_starts + self.line_chars] - running[self.line_starts]
 
     @cached_property

@@ -150,3 +150,37 @@ def test_measuring_in_processes_gives_the_same_metrics(bytebpe_files, monkeypatc
     # References travel by name.
     assert measure(reference_encoder("gpt2"), text) == pytest.approx(
         {**here, **measure(reference_encoder("gpt2"), text)})
+
+
+def test_a_worker_that_dies_fails_the_measurement_and_frees_its_feeders(bytebpe_files, monkeypatch):
+    import threading
+
+    import tokenmill.evaluation as evaluation
+    from tokenmill import shards
+
+    _, fast = version_encoders("v", bytebpe_files, json.loads(bytebpe_files["manifest.json"]))
+    monkeypatch.setattr(evaluation, "SHARD_AFTER", 1)
+    monkeypatch.setattr(evaluation, "BATCH_LINES", 16)
+    text = lines(60, offset=300)
+    before = threading.active_count()
+    shards.start(2)[0].kill()  # dies before it reads anything: its feeder meets a broken pipe
+    with pytest.raises(shards.WorkerFailed):
+        shards.measure_in_processes(fast, iter([text[i:i + 16] for i in range(0, len(text), 16)] * 20), 2)
+    assert threading.active_count() == before
+    assert measure(fast, text) == pytest.approx(measure(fast, text))  # the pool recovers
+
+
+def test_a_forked_child_leaves_its_parents_workers_alone(bytebpe_files, monkeypatch):
+    import os
+
+    import tokenmill.evaluation as evaluation
+    from tokenmill import shards
+
+    workers = shards.start(2)
+    pid = os.fork()
+    if pid == 0:  # the child: no pool of its own until it measures
+        os._exit(0 if not shards._POOL and not shards._POOL_LOCK.locked() else 1)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert shards.start(2) == workers and all(worker.poll() is None for worker in workers)
+    shards.stop()
+    assert all(worker.returncode is not None for worker in workers)

@@ -1,10 +1,13 @@
-"""Encoders for evaluation: one interface over `tokenizers` and tiktoken.
+"""Encoders for evaluation: one interface over `tokenizers`, sentencepiece and tiktoken.
 
-An encoder turns a batch of lines into token ids and each token's character span, never
-adding special tokens and treating special-token strings inside text as plain text (the
-same policy on both engines: `encode_special_tokens=True` / `encode_ordinary`). Byte-level
-BPE versions with a rank file are encoded by tiktoken, several times faster, once its ids
-are shown equal to the `tokenizers` ids on the text at hand (see `proven_encoder`).
+An encoder turns a batch of lines into token ids, each token's character span and how many
+lines decode back to themselves, never adding special tokens and treating special-token
+strings inside text as plain text (`encode_special_tokens=True` / `encode_ordinary`).
+Byte-level BPE versions with a rank file are encoded by tiktoken, several times faster, once
+its ids are shown equal to the `tokenizers` ids on the text at hand (see `proven_encoder`);
+sentencepiece versions whose pieces spell their input, by sentencepiece. Spans and round
+trips come from the ids' spelling (`tokenmill.spelling`) wherever it is proven, and from
+offsets and a real decode elsewhere.
 """
 
 import itertools

@@ -66,3 +66,28 @@ def test_evaluations_dashboard_and_playground(http, tmp_path):
     assert encoded["ids"] == Tokenizer.from_file(str(tmp_path / "t.json")).encode(text, add_special_tokens=False).ids
     reference = http.post("/v1/references/o200k_base/encode", json={"text": "El niño juega en el jardín."}).json()
     assert reference["count"] == 7
+
+
+def test_a_large_corpus_is_measured_by_worker_processes_of_the_celery_worker(http):
+    """Past 16 batches a corpus is measured by shard processes that the Celery worker's child
+    starts (not multiprocessing: a daemonic child may not); the numbers equal tiktoken's own."""
+    from tokenmill.evaluation import BATCH_LINES, SHARD_AFTER
+    from tokenmill.references import load_reference
+    from tokenmill.words import count_words
+
+    path = CORPORA / "manpages" / "eng_Latn.txt"
+    with path.open(encoding="utf-8") as handle:
+        head = [next(handle) for _ in range(BATCH_LINES * SHARD_AFTER + 4000)]
+    documents = [line.rstrip("\n") for line in head if line.strip()]
+    assert len(documents) > BATCH_LINES * SHARD_AFTER and not any("\r" in d for d in documents)
+    corpus = http.post("/v1/corpora", data={"name": unique("man"), "domain": "manpages", "language": "eng_Latn"},
+                       files={"file": ("man.txt", "".join(head).encode())}).json()
+    run = wait_for_run(http, http.post("/v1/evaluations", json={"reference": "gpt2", "corpora": [corpus["id"]]}).json()["id"])
+    assert run["status"] == "succeeded"
+    metrics = run["results"][0]["metrics"]
+    gpt2 = load_reference("gpt2")
+    assert metrics["engine"] == "tiktoken"
+    assert metrics["tokens"] == sum(len(gpt2.encode_ordinary(d)) for d in documents)
+    assert metrics["characters"] == sum(map(len, documents))
+    assert metrics["words"] == sum(count_words(d) for d in documents)
+    assert metrics["roundtrip_rate"] == 1.0

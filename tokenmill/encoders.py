@@ -116,7 +116,8 @@ class TokenizersEncoder(Encoder):
 
     def __init__(self, name: str, tokenizer: Tokenizer) -> None:
         tokenizer.encode_special_tokens = True
-        data = json.loads(tokenizer.to_str())
+        serialized = tokenizer.to_str()
+        data = json.loads(serialized)
         model = data["model"]
         unk = model.get("unk_token")
         unk_id = model.get("unk_id") if model.get("type") == "Unigram" else (tokenizer.token_to_id(unk) if unk else None)
@@ -125,7 +126,7 @@ class TokenizersEncoder(Encoder):
             byte_ids = frozenset(i for v in range(256) if (i := tokenizer.token_to_id(f"<0x{v:02X}>")) is not None)
         spelling = metaspace_spelling(tokenizer, data) or wordpiece_spelling(tokenizer, data)
         super().__init__(name, "tokenizers", tokenizer.get_vocab_size(with_added_tokens=True), unk_id, byte_ids,
-                         {"tokenizer_json": tokenizer.to_str()}, spelling)
+                         {"tokenizer_json": serialized}, spelling)
         self.tokenizer = tokenizer
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
@@ -183,11 +184,14 @@ def metaspace_spelling(tokenizer: Tokenizer, data: dict) -> Spelling | None:
         token = tokenizer.id_to_token(i)
         if token is None or i in special or i == unk:
             return None
-        if byte_fallback and len(token) == 6 and token.startswith("<0x") and token.endswith(">"):
-            return bytes([int(token[3:5], 16)])
-        return token.replace("\u2581", " ").encode()
+        return _metaspace_bytes(token, byte_fallback and len(token) == 6 and token.startswith("<0x") and token.endswith(">"))
 
     return Spelling.of([piece(i) for i in range(tokenizer.get_vocab_size(with_added_tokens=True))], dummy_prefix=True)
+
+
+def _metaspace_bytes(piece: str, byte: bool) -> bytes:
+    """The bytes a "▁" model's piece stands for: "<0xAB>" one byte if `byte`, "▁" a space."""
+    return bytes([int(piece[3:5], 16)]) if byte else piece.replace("\u2581", " ").encode()
 
 
 def wordpiece_spelling(tokenizer: Tokenizer, data: dict) -> WordPieceSpelling | None:
@@ -226,9 +230,8 @@ class SentencePieceEncoder(Encoder):
         self.processor = sentencepiece.SentencePieceProcessor(model_proto=model)
         size = self.processor.get_piece_size()
         byte_ids = frozenset(i for i in range(size) if self.processor.is_byte(i))
-        pieces = [bytes([int(self.processor.id_to_piece(i)[3:5], 16)]) if i in byte_ids
-                  else None if self.processor.is_control(i) or self.processor.is_unknown(i)
-                  else self.processor.id_to_piece(i).replace("\u2581", " ").encode() for i in range(size)]
+        pieces = [None if self.processor.is_control(i) or self.processor.is_unknown(i)
+                  else _metaspace_bytes(self.processor.id_to_piece(i), i in byte_ids) for i in range(size)]
         super().__init__(name, "sentencepiece", size, self.processor.unk_id(), byte_ids, {"sentencepiece": model},
                          Spelling.of(pieces, dummy_prefix=True))
         self.threads = threads
@@ -304,9 +307,9 @@ def _token_bytes(enc: tiktoken.Encoding) -> list[bytes | None]:
 
 
 @lru_cache(maxsize=None)
-def reference_encoder(name: str) -> TiktokenEncoder:
+def reference_encoder(name: str, threads: int = 2) -> TiktokenEncoder:
     """GPT-2, cl100k_base or o200k_base, from their verified rank files."""
-    return TiktokenEncoder(name, load_reference(name), recipe={"reference": name})
+    return TiktokenEncoder(name, load_reference(name), threads, recipe={"reference": name})
 
 
 def version_encoders(name: str, files: dict[str, bytes], manifest: dict) -> tuple[Encoder, TiktokenEncoder | None]:

@@ -16,12 +16,11 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from tokenmill.words import (
-    code_points,
+    JoinedLines,
     no_space_characters,
     text_word_spans,
     whitespace_word_spans,
@@ -95,7 +94,7 @@ class MetricsAccumulator:
         if len(ids) and int(ids.min()) < 0:
             raise ValueError(f"token ids must be >= 0, got {int(ids.min())}")
         self._flush()
-        batch = _BatchText.of(lines)
+        batch = _batch_text(lines)
         self._lines += len(lines)
         self._characters += int(batch.lengths.sum())
         self._roundtrips += roundtrips
@@ -168,9 +167,9 @@ class MetricsAccumulator:
         if not self._batch:
             return
         self._measure(np.asarray(self._ids, dtype=np.int64), _as_spans(self._token_spans),
-                      np.asarray(self._line_tokens, dtype=np.int64), _BatchText.of(self._batch))
+                      np.asarray(self._line_tokens, dtype=np.int64), _batch_text(self._batch))
 
-    def _measure(self, ids: np.ndarray, tokens: np.ndarray, line_tokens: np.ndarray, batch: "_BatchText") -> None:
+    def _measure(self, ids: np.ndarray, tokens: np.ndarray, line_tokens: np.ndarray, batch: JoinedLines) -> None:
         self._count_ids(ids)
         self._bytes += len(batch.text.encode("utf-8", "surrogatepass")) - (len(self._batch) - 1)
         words = self._batch_words(batch)
@@ -181,7 +180,7 @@ class MetricsAccumulator:
         self._continued += continued_words(words, tokens)
         self._clear_batch()
 
-    def _batch_words(self, batch: "_BatchText") -> np.ndarray:
+    def _batch_words(self, batch: JoinedLines) -> np.ndarray:
         """Return the word spans of the batch (lines are apart: a newline joins them)."""
         if no_space_characters(batch.codes).any():
             # Rare outside CJK and Thai-like corpora: only such batches take the per-character rule.
@@ -201,21 +200,10 @@ class MetricsAccumulator:
             self._beyond.update(dict(zip(beyond.tolist(), counts.tolist())))
 
 
-@dataclass
-class _BatchText:
+def _batch_text(lines: Sequence[str]) -> JoinedLines:
     """Lines as one text joined by newlines: a line's spans shift by where it starts, and the
     newline keeps one line's spans from touching the next's."""
-
-    text: str
-    codes: np.ndarray
-    lengths: np.ndarray
-    starts: np.ndarray
-
-    @classmethod
-    def of(cls, lines: Sequence[str]) -> "_BatchText":
-        lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
-        text = "\n".join(lines)
-        return cls(text, code_points(text), lengths, np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]))
+    return JoinedLines(lines, "\n")
 
 
 def continued_words(words: np.ndarray, tokens: np.ndarray) -> int:

@@ -148,7 +148,7 @@ def _send(stream: BinaryIO, message: Any) -> None:
 
 def _encoder(recipe: dict) -> Encoder:
     if "reference" in recipe:
-        return reference_encoder(recipe["reference"])
+        return reference_encoder(recipe["reference"], threads=1)
     if "sentencepiece" in recipe:
         return SentencePieceEncoder(recipe["name"], recipe["sentencepiece"], threads=1)
     if "tokenizer_json" in recipe:
@@ -172,8 +172,6 @@ def main() -> None:
             received = pickle.load(source)
             if received != recipe:
                 recipe, encoder = received, _encoder(received)
-                if hasattr(encoder, "pool"):
-                    encoder.pool, encoder.threads = None, 1  # a cached reference encoder comes with threads
             accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
             for batch in _messages(source):
                 encoded = encoder.encode_batch(batch)

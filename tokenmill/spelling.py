@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tokenmill.words import code_points
+from tokenmill.words import JoinedLines, code_points
 
 NO_BYTES = -1  # the length of an id that stands for no fixed text (unknown, control, special)
 
@@ -50,10 +50,8 @@ class Spelling:
     @classmethod
     def of(cls, pieces: Sequence[bytes | None], dummy_prefix: bool = False) -> "Spelling":
         """From each id's bytes, None (or empty) where an id stands for no fixed bytes."""
-        lengths = np.array([NO_BYTES if not piece else len(piece) for piece in pieces], dtype=np.int64)
-        blob = np.frombuffer(b"".join(piece for piece in pieces if piece), dtype=np.uint8)
-        sizes = np.maximum(lengths, 0)
-        return cls(blob, np.cumsum(sizes) - sizes, lengths, dummy_prefix)
+        lengths, starts = _layout(pieces)
+        return cls(np.frombuffer(b"".join(piece for piece in pieces if piece), dtype=np.uint8), starts, lengths, dummy_prefix)
 
     def check(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> Checked:
         """Which lines their ids spell exactly, which of those decode back to themselves, and the
@@ -79,14 +77,14 @@ class Spelling:
 
     def _expected(self, text: "_Text") -> np.ndarray:
         """How many units (bytes here) each line's ids must spell."""
-        return text.line_bytes + (self.dummy_prefix & (text.line_chars > 0))
+        return text.line_bytes + (self.dummy_prefix & (text.lengths > 0))
 
     def _wanted(self, text: "_Text") -> np.ndarray:
         """The units the ids of the lines must spell, end to end."""
         if self.dummy_prefix:
             data = "".join(" " + line for line in text.lines if line).encode("utf-8", "surrogatepass")
         else:
-            data = text.joined.encode("utf-8", "surrogatepass")
+            data = text.text.encode("utf-8", "surrogatepass")
         return np.frombuffer(data, dtype=np.uint8)
 
     def _read(self, text: "_Text", flat: np.ndarray, lengths: np.ndarray, counts: np.ndarray) -> Checked:
@@ -115,6 +113,14 @@ class Spelling:
                 [lines[i] for i in chosen.tolist()], flat[keep], counts[chosen])
         return Checked(spelled, roundtrips, spans)
 
+def _layout(pieces: Sequence[bytes | str | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Each piece's length (NO_BYTES for None or empty) and where it starts when the pieces are
+    laid end to end."""
+    lengths = np.array([NO_BYTES if not piece else len(piece) for piece in pieces], dtype=np.int64)
+    sizes = np.maximum(lengths, 0)
+    return lengths, np.cumsum(sizes) - sizes
+
+
 # Unicode White_Space, which `tokenizers`' whitespace pre-tokenizers drop (Whitespace's
 # regex, WhitespaceSplit's and BertPreTokenizer's char::is_whitespace); all below U+3001.
 _WHITE_SPACE = np.zeros(0x3002, dtype=bool)
@@ -136,11 +142,9 @@ class WordPieceSpelling(Spelling):
     def of_pieces(cls, pieces: Sequence[str | None], glued: Sequence[bool], continuing: Sequence[bool]) -> "WordPieceSpelling":
         """From each id's characters (None: no fixed text), whether the decoder glues it on,
         and whether it is a continuing piece."""
-        lengths = np.array([NO_BYTES if not piece else len(piece) for piece in pieces], dtype=np.int64)
-        blob = code_points("".join(piece for piece in pieces if piece))
-        sizes = np.maximum(lengths, 0)
-        return cls(blob, np.cumsum(sizes) - sizes, lengths, False, np.array(glued, dtype=bool),
-                   np.array(continuing, dtype=bool))
+        lengths, starts = _layout(pieces)
+        return cls(code_points("".join(piece for piece in pieces if piece)), starts, lengths, False,
+                   np.array(glued, dtype=bool), np.array(continuing, dtype=bool))
 
     def _expected(self, text: "_Text") -> np.ndarray:
         return text.line_kept
@@ -156,7 +160,7 @@ class WordPieceSpelling(Spelling):
         running = np.cumsum(lengths)
         first = text.kept[running - lengths]
         last = text.kept[running - 1] + 1
-        line_start = np.repeat(text.line_starts, counts)
+        line_start = np.repeat(text.starts, counts)
         spans = np.stack([first - line_start, last - line_start], axis=1)
         line_of = np.repeat(np.arange(size), counts)
         gap = first[1:] - last[:-1]
@@ -168,21 +172,14 @@ class WordPieceSpelling(Spelling):
         good[line_first] = (spans[line_first, 0] == 0) & ~self.continuing[flat[line_first]]
         line_last = np.ones(len(flat), dtype=bool)
         line_last[:-1] = line_first[1:]
-        good[line_last] &= spans[line_last, 1] == text.line_chars[line_of[line_last]]
-        roundtrips = (np.bincount(line_of[~good], minlength=size) == 0) & ((counts > 0) | (text.line_chars == 0))
+        good[line_last] &= spans[line_last, 1] == text.lengths[line_of[line_last]]
+        roundtrips = (np.bincount(line_of[~good], minlength=size) == 0) & ((counts > 0) | (text.lengths == 0))
         return Checked(np.ones(size, dtype=bool), roundtrips, spans)
 
 
-class _Text:
-    """A batch of lines end to end: code points, UTF-8 widths (None if all ASCII), bytes per line;
-    for WordPiece, the positions of the characters other than whitespace."""
-
-    def __init__(self, lines: Sequence[str]) -> None:
-        self.lines = lines
-        self.joined = "".join(lines)
-        self.codes = code_points(self.joined)
-        self.line_chars = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
-        self.line_starts = np.cumsum(self.line_chars) - self.line_chars
+class _Text(JoinedLines):
+    """A batch of lines end to end, with what the spellings compare: UTF-8 widths (None if all
+    ASCII) and bytes per line; for WordPiece, the characters other than whitespace."""
 
     @cached_property
     def widths(self) -> np.ndarray | None:
@@ -190,21 +187,26 @@ class _Text:
 
     @cached_property
     def line_bytes(self) -> np.ndarray:
-        if self.widths is None:
-            return self.line_chars
-        running = np.concatenate(([0], np.cumsum(self.widths, dtype=np.int64)))
-        return running[self.line_starts + self.line_chars] - running[self.line_starts]
+        return self.lengths if self.widths is None else self._per_line(self.widths)
+
+    @cached_property
+    def _kept(self) -> np.ndarray:
+        return ~_WHITE_SPACE[np.minimum(self.codes, len(_WHITE_SPACE) - 1)]
 
     @cached_property
     def kept(self) -> np.ndarray:
         """Positions of the characters other than whitespace."""
-        return np.flatnonzero(~_WHITE_SPACE[np.minimum(self.codes, len(_WHITE_SPACE) - 1)])
+        return np.flatnonzero(self._kept)
 
     @cached_property
     def line_kept(self) -> np.ndarray:
         """How many characters other than whitespace each line has."""
-        running = np.concatenate(([0], np.cumsum(~_WHITE_SPACE[np.minimum(self.codes, len(_WHITE_SPACE) - 1)])))
-        return running[self.line_starts + self.line_chars] - running[self.line_starts]
+        return self._per_line(self._kept)
+
+    def _per_line(self, values: np.ndarray) -> np.ndarray:
+        """The sum of a value per character over each line."""
+        running = np.concatenate(([0], np.cumsum(values, dtype=np.int64)))
+        return running[self.starts + self.lengths] - running[self.starts]
 
 
 def utf8_widths(codes: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ sequences), and normalisation; callers pass the text exactly as it is encoded.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -180,6 +181,19 @@ def text_word_spans(codes: np.ndarray) -> np.ndarray:
 def code_points(text: str) -> np.ndarray:
     """Return the code points of `text` as a uint32 array."""
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+class JoinedLines:
+    """Lines end to end, `separator` between them: the text, its code points, and each line's
+    length and start in it."""
+
+    def __init__(self, lines: Sequence[str], separator: str = "") -> None:
+        self.lines = lines
+        self.text = separator.join(lines)
+        self.codes = code_points(self.text)
+        self.lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+        strides = self.lengths + len(separator)
+        self.starts = np.cumsum(strides) - strides
 
 
 def no_space_characters(codes: np.ndarray) -> np.ndarray:

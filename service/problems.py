@@ -17,7 +17,8 @@ def problem(status: int, title: str, detail: str, **extra) -> JSONResponse:
     return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
 
 
-def _domain_error(request: Request, exc: TokenmillError) -> JSONResponse:
+def domain_problem(request: Request, exc: TokenmillError) -> JSONResponse:
+    """The problem+json of a domain error (also for routes that catch it to answer a form)."""
     return problem(exc.status, exc.title, exc.detail, field=exc.field, instance=request.url.path)
 
 
@@ -44,7 +45,7 @@ def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
 
 def install(app: FastAPI) -> None:
     """Render domain errors, validation errors and HTTP errors as problem+json."""
-    app.add_exception_handler(TokenmillError, _domain_error)
+    app.add_exception_handler(TokenmillError, domain_problem)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
 

@@ -15,7 +15,7 @@ from tokenmill.db import transaction, utcnow
 from tokenmill.encoders import reference_encoder
 from tokenmill.errors import InvalidInput, NotFound
 from tokenmill.evaluation import corpus_documents, evaluate_version, evaluation_row, measure
-from tokenmill.jobs import parse_ids, team_corpora
+from tokenmill.jobs import corpus_ids_or_all
 from tokenmill.models import Corpus, Evaluation, EvaluationRun, Team, TokenizerVersion
 from tokenmill.references import REFERENCE_NAMES
 from tokenmill.reports import evaluation_out, premiums, subject_of
@@ -38,10 +38,7 @@ def submit_run(session: Session, team: Team, tokenizer: str | None, version: str
             version_id = get_version(session, team, tokenizer, version if version is not None else "latest").id
         except NotFound as exc:
             raise InvalidInput(exc.detail, field="version") from None
-    if corpora is None:
-        ids = list(session.scalars(select(Corpus.id).where(Corpus.team_id == team.id).order_by(Corpus.created_at)))
-    else:
-        ids = [c.id for c in team_corpora(session, team, parse_ids(corpora, "corpora"), "corpora")]
+    ids = corpus_ids_or_all(session, team, corpora, "corpora")
     if not ids:
         raise InvalidInput("there are no corpora to evaluate on", field="corpora")
     run = EvaluationRun(team_id=team.id, version_id=version_id, reference=reference, corpus_ids=[str(i) for i in ids])
@@ -57,7 +54,7 @@ def get_run(session: Session, team: Team, run_id: uuid.UUID) -> EvaluationRun:
     return run
 
 
-def run_out(session: Session, team: Team, run: EvaluationRun) -> dict[str, Any]:
+def run_out(session: Session, run: EvaluationRun) -> dict[str, Any]:
     """A run with its results (premium included where the run measured the pivot too)."""
     pairs = [(e, c) for e, c in session.execute(
         select(Evaluation, Corpus).join(Corpus, Corpus.id == Evaluation.corpus_id).where(Evaluation.run_id == run.id))]

@@ -45,6 +45,13 @@ def team_corpora(session: Session, team: Team, ids: Sequence[uuid.UUID], field: 
     return [rows[i] for i in ids]
 
 
+def corpus_ids_or_all(session: Session, team: Team, values: Sequence[str] | None, field: str) -> list[uuid.UUID]:
+    """The ids of the named corpora (checked as `team_corpora` does), or of all the team's, oldest first."""
+    if values is None:
+        return list(session.scalars(select(Corpus.id).where(Corpus.team_id == team.id).order_by(Corpus.created_at)))
+    return [c.id for c in team_corpora(session, team, parse_ids(values, field), field)]
+
+
 def submit_job(
     session: Session,
     team: Team,
@@ -64,10 +71,7 @@ def submit_job(
     if not train_corpora:
         raise InvalidInput("'train_corpora' must name at least one corpus", field="train_corpora")
     train = team_corpora(session, team, parse_ids(train_corpora, "train_corpora"), "train_corpora")
-    if eval_corpora is None:
-        evaluate = list(session.scalars(select(Corpus.id).where(Corpus.team_id == team.id).order_by(Corpus.created_at)))
-    else:
-        evaluate = [c.id for c in team_corpora(session, team, parse_ids(eval_corpora, "eval_corpora"), "eval_corpora")]
+    evaluate = corpus_ids_or_all(session, team, eval_corpora, "eval_corpora")
     job = TrainingJob(
         team_id=team.id,
         tokenizer=tokenizer,

@@ -19,6 +19,11 @@ class Page:
         return (self.page - 1) * self.limit
 
 
+def page_count(total: int, per_page: int) -> int:
+    """How many pages `total` rows fill (at least one, empty)."""
+    return max(1, -(-total // per_page))
+
+
 def paginate(session: Session, query: Select, page: Page) -> tuple[list[Any], int]:
     """One page of the query's rows and the total count."""
     total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0

@@ -47,14 +47,18 @@ def authenticate(session: Session, key: str | None) -> Team:
     """The team a live API key belongs to."""
     if not key:
         raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
-    team = session.scalar(
-        select(Team)
-        .join(ApiKey, ApiKey.team_id == Team.id)
-        .where(ApiKey.key_hash == hash_key(key), ApiKey.revoked_at.is_(None))
-    )
+    team = team_by_key_hash(session, hash_key(key))
     if team is None:
         raise Unauthorized("invalid or revoked API key")
     return team
+
+
+def team_by_key_hash(session: Session, key_hash: str) -> Team | None:
+    """The team whose live (unrevoked) API key has this hash."""
+    return session.scalar(
+        select(Team).join(ApiKey, ApiKey.team_id == Team.id)
+        .where(ApiKey.key_hash == key_hash, ApiKey.revoked_at.is_(None))
+    )
 
 
 def team_by_name(session: Session, name: str) -> Team | None:

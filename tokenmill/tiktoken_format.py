@@ -36,7 +36,7 @@ from typing import Any
 import regex
 import tiktoken
 
-__all__ = ["encoding", "parse_rank_file", "rank_file", "tiktoken_ranks"]
+__all__ = ["BYTE_DECODER", "encoding", "parse_rank_file", "rank_file", "tiktoken_ranks"]
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -50,7 +50,7 @@ def _byte_decoder() -> dict[str, int]:
     return {char: byte for byte, char in chars.items()}
 
 
-_BYTE_DECODER = _byte_decoder()
+BYTE_DECODER = _byte_decoder()
 
 # A little of everything the split presets tell apart, to try a pattern on.
 _PROBE = "Hello, World! I'm 12345 x\t\n\r\n  ñandú 你好 😀 --> end.  "
@@ -122,7 +122,7 @@ def tiktoken_ranks(tokenizer_json: str) -> tuple[dict[bytes, int], dict[str, int
         if token_id in special_ids:
             continue
         try:
-            ranks[bytes(_BYTE_DECODER[char] for char in token)] = token_id
+            ranks[bytes(BYTE_DECODER[char] for char in token)] = token_id
         except KeyError as exc:
             raise _refuse(f"token {token!r} has a character outside the byte-level alphabet") from exc
     # tiktoken starts every piece from single bytes and panics on a byte it has no rank for.

@@ -11,16 +11,14 @@ Deliberately not handled: matching tokens across different pre-tokenizers (a byt
 changes of tokens both vocabularies hold.
 """
 
-import uuid
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tokenizers import Tokenizer
 
 from tokenmill.models import TokenizerVersion
 from tokenmill.store import ObjectStore
-from tokenmill.versions import version_file
+from tokenmill.tiktoken_format import BYTE_DECODER
+from tokenmill.versions import load_tokenizer
 
 
 @dataclass(frozen=True)
@@ -39,38 +37,13 @@ def vocabulary_diff(old: Mapping[str, int], new: Mapping[str, int]) -> Vocabular
     return VocabularyDiff(added=added, removed=removed, kept=len(new) - len(added))
 
 
-def _byte_alphabet() -> dict[str, int]:
-    """GPT-2's printable stand-in character for each byte, as byte-level BPE writes tokens; inverted."""
-    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    # Bytes without a printable character of their own are moved to 256, 257, … in order.
-    moved = [b for b in range(256) if b not in kept]
-    table = {chr(b): b for b in kept}
-    table.update({chr(256 + i): b for i, b in enumerate(moved)})
-    return table
-
-
-_BYTES = _byte_alphabet()
-
-
 def readable_token(token: str, byte_level: bool) -> str:
     """A token as the text it stands for: byte-level tokens decoded ('Ġthe' → ' the'; a split character → '�')."""
-    if not byte_level or any(ch not in _BYTES for ch in token):
+    if not byte_level or any(ch not in BYTE_DECODER for ch in token):
         return token
-    return bytes(_BYTES[ch] for ch in token).decode("utf-8", errors="replace")
-
-
-_CACHE: OrderedDict[uuid.UUID, dict[str, int]] = OrderedDict()
-_CACHE_SIZE = 8
+    return bytes(BYTE_DECODER[ch] for ch in token).decode("utf-8", errors="replace")
 
 
 def load_vocabulary(store: ObjectStore, version: TokenizerVersion) -> dict[str, int]:
-    """The token → id map of a version, from its tokenizer.json (versions are immutable: cached)."""
-    if version.id in _CACHE:
-        _CACHE.move_to_end(version.id)
-        return _CACHE[version.id]
-    data = store.get_bytes(version_file(version, "tokenizer.json")["key"]).decode()
-    vocabulary = Tokenizer.from_str(data).get_vocab(with_added_tokens=True)
-    _CACHE[version.id] = vocabulary
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return vocabulary
+    """The token → id map of a version, special tokens included."""
+    return load_tokenizer(store, version).get_vocab(with_added_tokens=True)

@@ -1,10 +1,12 @@
 """Tokenizer versions: immutable, numbered per team and name, registered with all their files."""
 
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
+from tokenizers import Tokenizer
 
 from tokenmill.errors import NotFound
 from tokenmill.models import Team, TokenizerVersion
@@ -79,3 +81,21 @@ def version_file(version: TokenizerVersion, filename: str) -> dict[str, Any]:
 def version_files(store: ObjectStore, version: TokenizerVersion) -> dict[str, bytes]:
     """Every file of a version, read from the store."""
     return {entry["name"]: store.get_bytes(entry["key"]) for entry in version.files}
+
+
+_TOKENIZERS: OrderedDict[uuid.UUID, Tokenizer] = OrderedDict()
+_TOKENIZERS_KEPT = 32
+
+
+def load_tokenizer(store: ObjectStore, version: TokenizerVersion) -> Tokenizer:
+    """A version's tokenizer.json, loaded (special-token text encodes as text); versions are
+    immutable, so the most recent few stay loaded."""
+    if version.id in _TOKENIZERS:
+        _TOKENIZERS.move_to_end(version.id)
+        return _TOKENIZERS[version.id]
+    tokenizer = Tokenizer.from_str(store.get_bytes(version_file(version, "tokenizer.json")["key"]).decode())
+    tokenizer.encode_special_tokens = True
+    _TOKENIZERS[version.id] = tokenizer
+    if len(_TOKENIZERS) > _TOKENIZERS_KEPT:
+        _TOKENIZERS.popitem(last=False)
+    return tokenizer

@@ -19,12 +19,12 @@ def create_evaluation(body: EvaluationIn, session: SessionDep, queue: QueueDep, 
     run = submit_run(session, team, body.tokenizer, body.version, body.reference, body.corpora)
     session.commit()
     queue.send_evaluation(run.id)
-    return JSONResponse(run_out(session, team, run), status_code=202)
+    return JSONResponse(run_out(session, run), status_code=202)
 
 
 @router.get("/evaluations/{run_id}")
 def read_evaluation(session: SessionDep, team: TeamDep, run_id: uuid.UUID):
-    return run_out(session, team, get_run(session, team, run_id))
+    return run_out(session, get_run(session, team, run_id))
 
 
 @router.get("/dashboard/fertility")

@@ -18,13 +18,12 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 from fastapi.responses import Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
 from service.deps import SessionDep
-from tokenmill.models import ApiKey, Team
+from tokenmill.models import Team
 from tokenmill.settings import Settings
+from tokenmill.teams import team_by_key_hash
 
 SESSION_COOKIE = "tokenmill_session"
 SIGNIN_COOKIE = "tokenmill_signin"
@@ -62,14 +61,6 @@ def _serializer(settings: Settings) -> URLSafeTimedSerializer:
 def csrf_token(settings: Settings, key_hash: str) -> str:
     """The session's CSRF token: an HMAC of the key hash under the secret key."""
     return hmac.new(_secret(settings).encode(), f"csrf:{key_hash}".encode(), hashlib.sha256).hexdigest()
-
-
-def team_by_key_hash(session: Session, key_hash: str) -> Team | None:
-    """The team whose live (unrevoked) API key has this hash."""
-    return session.scalar(
-        select(Team).join(ApiKey, ApiKey.team_id == Team.id)
-        .where(ApiKey.key_hash == key_hash, ApiKey.revoked_at.is_(None))
-    )
 
 
 def session_cookie_value(settings: Settings, key_hash: str) -> str:

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from starlette.datastructures import FormData, UploadFile
 
 from service.deps import QueueDep, SessionDep, StoreDep
-from service.problems import problem
+from service.problems import domain_problem
 from service.routes.corpora import get_corpus
 from service.web.auth import FormDep, WebSessionDep
 from service.web.charts import Axis, Series, line_chart
@@ -25,7 +25,7 @@ from tokenmill.corpora import FORMATS
 from tokenmill.errors import InvalidInput, TokenmillError
 from tokenmill.ingest import CorpusFields, ingest_corpus
 from tokenmill.models import Corpus
-from tokenmill.pagination import Page, paginate
+from tokenmill.pagination import Page, page_count, paginate
 from tokenmill.store import read_into
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
@@ -40,7 +40,7 @@ def _corpora_page(request: Request, session, web, page: int, form: FormData | No
     rows, total = paginate(session, query.order_by(Corpus.created_at.desc()), Page(page=page, limit=PER_PAGE))
     values = {name: str(form.get(name) or "") for name in FIELDS} if form else {"format": "text"}
     return render(request, "corpora.html", web, status_code=error.status if error else 200, corpora=rows, total=total,
-                  page=page, pages=max(1, -(-total // PER_PAGE)), formats=FORMATS, values=values, error=error)
+                  page=page, pages=page_count(total, PER_PAGE), formats=FORMATS, values=values, error=error)
 
 
 @router.get("/corpora")
@@ -70,7 +70,7 @@ def upload(request: Request, session: SessionDep, store: StoreDep, queue: QueueD
     except TokenmillError as exc:  # InvalidInput, InvalidCorpus, TooLarge: the form says what to fix
         session.rollback()
         if wants_json(request):
-            return problem(exc.status, exc.title, exc.detail, field=exc.field, instance=request.url.path)
+            return domain_problem(request, exc)
         return _corpora_page(request, session, web, 1, form, exc)
     session.commit()
     queue.send_statistics(corpus.id)

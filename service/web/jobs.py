@@ -19,7 +19,7 @@ from service.web.spec_form import form_values, spec_fields, spec_from_form
 from tokenmill.errors import InvalidInput
 from tokenmill.jobs import cancel_job, get_job, list_jobs, submit_job
 from tokenmill.models import FINISHED, Corpus
-from tokenmill.pagination import Page
+from tokenmill.pagination import Page, page_count
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 
@@ -33,7 +33,7 @@ def jobs_page(request: Request, session: SessionDep, web: WebSessionDep,
     active = [job for job in rows if job.status not in FINISHED]
     finished = [job for job in rows if job.status in FINISHED]
     return render(request, "jobs.html", web, active=active, finished=finished, total=total, page=page,
-                  pages=max(1, -(-total // PER_PAGE)), status=status or "", finished_statuses=FINISHED)
+                  pages=page_count(total, PER_PAGE), status=status or "", finished_statuses=FINISHED)
 
 
 @router.get("/jobs/{job_id}/status")

@@ -19,7 +19,7 @@ from service.web.render import WebRoute, render, templates
 from tokenmill.errors import InvalidInput, NotFound
 from tokenmill.models import Team, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
-from tokenmill.playground import encode_with_reference, encode_with_version
+from tokenmill.playground import MAX_TEXT, encode_with_reference, encode_with_version
 from tokenmill.references import REFERENCE_NAMES
 from tokenmill.reports import version_evaluations
 from tokenmill.spec import TrainingSpec
@@ -89,7 +89,7 @@ def curve_chart(evaluations: list[dict[str, Any]]) -> Markup:
 
 @router.get("/tokenizers/{name}/versions/{version}")
 def version_page(request: Request, session: SessionDep, store: StoreDep, web: WebSessionDep, name: str, version: str,
-                 text: Annotated[str | None, Query(max_length=100_000)] = None,
+                 text: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
                  compare: Annotated[str | None, Query(max_length=300)] = None):
     row = get_version(session, web.team, name, version)
     evaluations = version_evaluations(session, web.team, row)

@@ -10,11 +10,15 @@ import itertools
 import json
 import zlib
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import zstandard
 
 from tokenmill.errors import InvalidCorpus
 from tokenmill.store import CHUNK, ChunkReader, ObjectStore
+
+if TYPE_CHECKING:
+    from tokenmill.models import Corpus
 
 FORMATS = ("text", "jsonl")
 GZIP_MAGIC = b"\x1f\x8b"
@@ -121,9 +125,9 @@ def document_of(line: str, line_number: int, fmt: str, text_field: str | None) -
     return value or None
 
 
-def iter_documents(store: ObjectStore, key: str, fmt: str, text_field: str | None) -> Iterator[str]:
+def corpus_documents(store: ObjectStore, corpus: "Corpus") -> Iterator[str]:
     """The documents of a stored corpus, streamed from the store."""
-    for number, line in enumerate(iter_lines(store.iter_chunks(key)), start=1):
-        document = document_of(line, number, fmt, text_field)
+    for number, line in enumerate(iter_lines(store.iter_chunks(corpus.storage_key)), start=1):
+        document = document_of(line, number, corpus.format, corpus.text_field)
         if document is not None:
             yield document

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from tokenmill.corpora import iter_documents
+from tokenmill.corpora import corpus_documents
 from tokenmill.db import transaction
 from tokenmill.models import Corpus
 from tokenmill.statistics import CorpusStatistics
@@ -21,7 +21,7 @@ from tokenmill.store import ObjectStore
 def corpus_statistics(store: ObjectStore, corpus: Corpus) -> dict[str, Any]:
     """Distinct words, hapax share, Zipf, Heaps, OOV of the last tenth, and the points to plot."""
     statistics = CorpusStatistics(total_lines=corpus.lines)
-    for document in iter_documents(store, corpus.storage_key, corpus.format, corpus.text_field):
+    for document in corpus_documents(store, corpus):
         statistics.add(document)
     return {**statistics.result(), "zipf_points": statistics.zipf_points(), "heaps_points": statistics.heaps_points()}
 

@@ -1,8 +1,9 @@
 """Measuring tokenizers on corpora (DESIGN §6): versions, references, and vocabulary-size curves.
 
 `measure` streams documents through an encoder in batches and feeds the metrics accumulator;
-the rest decides which encoder measures what, and writes `Evaluation` rows (flushed, never
-committed: the job pipeline registers a version and its evaluations in one transaction).
+the rest decides which encoder measures what and makes `Evaluation` rows: a version's are
+returned for the job pipeline to register with the version in one transaction; the
+references' are stored by `evaluate_references` itself, after measuring.
 """
 
 import itertools
@@ -14,10 +15,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 from tokenizers import Tokenizer
 
-from tokenmill.corpora import iter_documents
+from tokenmill.corpora import corpus_documents
+from tokenmill.db import transaction
 from tokenmill.encoders import EncodedBatch, Encoder, TiktokenEncoder, TokenizersEncoder, proven_encoder, reference_encoder, version_encoders
 from tokenmill.metrics import MetricsAccumulator
 from tokenmill.models import Corpus, Evaluation
@@ -84,10 +86,6 @@ def _encoded_ahead(encoder: Encoder, batches: Iterator[list[str]]) -> Iterator[t
             batch = following
 
 
-def corpus_documents(store: ObjectStore, corpus: Corpus) -> Iterator[str]:
-    return iter_documents(store, corpus.storage_key, corpus.format, corpus.text_field)
-
-
 def head(store: ObjectStore, corpus: Corpus, lines: int) -> list[str]:
     return list(itertools.islice(corpus_documents(store, corpus), lines))
 
@@ -118,14 +116,16 @@ def evaluate_version(
 
 
 def evaluate_references(
-    session: Session, store: ObjectStore, team_id: uuid.UUID, corpora: Sequence[Corpus],
-    names: Sequence[str] = REFERENCE_NAMES, max_bytes: int | None = None, run_id: uuid.UUID | None = None,
+    factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.UUID, corpora: Sequence[Corpus],
+    names: Sequence[str] = REFERENCE_NAMES,
 ) -> list[Evaluation]:
-    """Reference evaluations of the corpora that lack them (corpora are immutable, so once is enough)."""
-    done = {(reference, corpus_id) for reference, corpus_id in session.execute(
-        select(Evaluation.reference, Evaluation.corpus_id).where(
-            Evaluation.team_id == team_id, Evaluation.reference.in_(names),
-            Evaluation.corpus_id.in_([c.id for c in corpora])))}
+    """Reference evaluations of the corpora that lack them (corpora are immutable, so once is
+    enough), stored in a transaction of their own: none is open while the corpora are measured."""
+    with factory() as session:
+        done = {(reference, corpus_id) for reference, corpus_id in session.execute(
+            select(Evaluation.reference, Evaluation.corpus_id).where(
+                Evaluation.team_id == team_id, Evaluation.reference.in_(names),
+                Evaluation.corpus_id.in_([c.id for c in corpora])))}
     rows = []
     for name in names:
         missing = [c for c in corpora if (name, c.id) not in done]
@@ -133,10 +133,9 @@ def evaluate_references(
             continue
         encoder = reference_encoder(name)
         for corpus in missing:
-            metrics = measure(encoder, corpus_documents(store, corpus), max_bytes)
-            rows.append(evaluation_row(team_id, corpus, metrics, reference=name, run_id=run_id))
-    session.add_all(rows)
-    session.flush()
+            rows.append(evaluation_row(team_id, corpus, measure(encoder, corpus_documents(store, corpus)), reference=name))
+    with transaction(factory) as session:
+        session.add_all(rows)
     return rows
 
 

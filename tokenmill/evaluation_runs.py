@@ -14,8 +14,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.db import transaction, utcnow
 from tokenmill.encoders import reference_encoder
 from tokenmill.errors import InvalidInput, NotFound
-from tokenmill.evaluation import corpus_documents, evaluate_version, evaluation_row, measure
-from tokenmill.jobs import corpus_ids_or_all
+from tokenmill.corpora import corpus_documents
+from tokenmill.evaluation import evaluate_version, evaluation_row, measure
+from tokenmill.jobs import corpus_ids_or_all, existing_corpora
 from tokenmill.models import Corpus, Evaluation, EvaluationRun, Team, TokenizerVersion
 from tokenmill.references import REFERENCE_NAMES
 from tokenmill.reports import evaluation_out, premiums, subject_of
@@ -79,8 +80,7 @@ def run_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: u
         return "skipped"
     with factory() as session:
         run = session.get_one(EvaluationRun, run_id)
-        wanted = [uuid.UUID(i) for i in run.corpus_ids]
-        corpora = [c for c in session.scalars(select(Corpus).where(Corpus.id.in_(wanted)))]
+        corpora = existing_corpora(session, run.corpus_ids)
         version = session.get(TokenizerVersion, run.version_id) if run.version_id else None
     try:
         if version is not None:

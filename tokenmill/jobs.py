@@ -45,6 +45,13 @@ def team_corpora(session: Session, team: Team, ids: Sequence[uuid.UUID], field: 
     return [rows[i] for i in ids]
 
 
+def existing_corpora(session: Session, ids: Sequence[str]) -> list[Corpus]:
+    """The corpora with these ids that still exist (deleted ones are skipped), in the given order."""
+    wanted = [uuid.UUID(i) for i in ids]
+    rows = {c.id: c for c in session.scalars(select(Corpus).where(Corpus.id.in_(wanted)))}
+    return [rows[i] for i in wanted if i in rows]
+
+
 def corpus_ids_or_all(session: Session, team: Team, values: Sequence[str] | None, field: str) -> list[uuid.UUID]:
     """The ids of the named corpora (checked as `team_corpora` does), or of all the team's, oldest first."""
     if values is None:

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.db import transaction, utcnow
 from tokenmill.errors import TokenmillError
 from tokenmill.evaluation import evaluate_references, evaluate_version, evaluation_row
+from tokenmill.jobs import existing_corpora
 from tokenmill.models import Corpus, TokenizerVersion, TrainingJob
 from tokenmill.progress import JobCancelled, PeakMemory, Reporter
 from tokenmill.spec import TrainingSpec
@@ -119,19 +120,15 @@ def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id:
 
 
 def _corpora(factory: sessionmaker[Session], ids: list[str]) -> list[Corpus]:
-    # Corpora deleted since the job was submitted are skipped, in the order the job lists them.
-    wanted = [uuid.UUID(i) for i in ids]
     with factory() as session:
-        rows = {c.id: c for c in session.scalars(select(Corpus).where(Corpus.id.in_(wanted)))}
-    return [rows[i] for i in wanted if i in rows]
+        return existing_corpora(session, ids)
 
 
 def _reference_baselines(factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.UUID, corpora: list[Corpus]) -> None:
     # GPT-2, cl100k and o200k on the same corpora, once per corpus; a failure here costs the
     # dashboard its baselines for a while, never the version.
     try:
-        with transaction(factory) as session:
-            evaluate_references(session, store, team_id, corpora)
+        evaluate_references(factory, store, team_id, corpora)
     except Exception:
         log.exception("reference evaluations failed for team %s", team_id)
 

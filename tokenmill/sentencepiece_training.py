@@ -44,19 +44,17 @@ from dataclasses import dataclass
 
 import sentencepiece
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers
 
-from tokenmill.errors import InvalidInput
 from tokenmill.spec import TrainingSpec
+from tokenmill.training import METASPACE, metaspace_decoder
 
 Progress = Callable[[float], None]
 Piece = model_pb2.ModelProto.SentencePiece
 
-METASPACE = "▁"
 ROLE_TOKENS = {"<unk>": "unk", "<s>": "bos", "</s>": "eos", "<pad>": "pad"}
 # The model depends on the thread count (unigram and bpe alike): it is fixed, not a setting.
 NUM_THREADS = 2
-MAX_PIECE_LENGTH = 512  # sentencepiece refuses a larger max_sentencepiece_length
 # sentencepiece silently skips sentences longer than this (default 4192 bytes); documents
 # are sentences here, so allow long ones.
 MAX_SENTENCE_BYTES = 1 << 20
@@ -77,20 +75,16 @@ def special_tokens(spec: TrainingSpec) -> list[str]:
 
 
 def normalization_rule(spec: TrainingSpec) -> str:
-    """The sentencepiece normalization rule for the spec's normalization and lowercase."""
+    """The sentencepiece normalization rule for the spec's normalization and lowercase (which
+    `resolve_spec` allows only with nfkc)."""
     if spec.normalization == "nfkc":
         return "nfkc_cf" if spec.lowercase else "nfkc"
-    if spec.lowercase:
-        raise InvalidInput("spec.lowercase: sentencepiece lowercases only with normalization 'nfkc'",
-                           field="spec.lowercase")
     return "identity"
 
 
 def trainer_options(spec: TrainingSpec) -> dict:
-    """The keyword options for SentencePieceTrainer.train, without the input and the output."""
-    if spec.max_token_length and spec.max_token_length > MAX_PIECE_LENGTH:
-        raise InvalidInput(f"spec.max_token_length: sentencepiece allows at most {MAX_PIECE_LENGTH}",
-                           field="spec.max_token_length")
+    """The keyword options for SentencePieceTrainer.train, without the input and the output
+    (of a spec `resolve_spec` accepted: its limits are checked there)."""
     tokens = special_tokens(spec)
     # The roles sentencepiece knows get the ids of their place in the list (-1: absent); the
     # other tokens are user-defined symbols, which take the free ids in list order.
@@ -184,10 +178,7 @@ def tokenizer_json(proto: model_pb2.ModelProto) -> str:
     specials = [piece.piece for piece in proto.pieces if piece.type in (Piece.UNKNOWN, Piece.CONTROL, Piece.USER_DEFINED)]
     tokenizer.normalizer = _normalizer(proto, specials)
     tokenizer.pre_tokenizer = _pre_tokenizer(proto)
-    tokenizer.decoder = decoders.Sequence([
-        decoders.Replace(METASPACE, " "), decoders.ByteFallback(), decoders.Fuse(),
-        decoders.Strip(content=" ", left=1, right=0),  # the dummy prefix
-    ])
+    tokenizer.decoder = metaspace_decoder(byte_fallback=True)
     tokenizer.add_special_tokens([AddedToken(token, special=True, normalized=True) for token in specials])
     return tokenizer.to_str(pretty=True)
 

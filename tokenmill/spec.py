@@ -20,6 +20,7 @@ REGEX_PRESETS = ("gpt2", "cl100k", "o200k")
 BYTE_ALPHABET = 256
 MAX_VOCAB = 1_000_000
 SENTENCEPIECE_NORMALIZATIONS = ("none", "nfkc")
+SENTENCEPIECE_MAX_PIECE = 512  # sentencepiece refuses a larger max_sentencepiece_length
 REGEX_PROBE_SECONDS = 1.0
 REGEX_PROBES = ("a" * 3000 + "!", " " * 3000 + "x", "1" * 3000 + "a", ("ab " * 1000) + "\n\u00e9")
 
@@ -118,8 +119,8 @@ def _check_combination(spec: TrainingSpec) -> None:
             _refuse("normalization", f"sentencepiece supports {', '.join(SENTENCEPIECE_NORMALIZATIONS)}")
         if spec.lowercase and spec.normalization == "none":
             _refuse("lowercase", "sentencepiece folds case only together with nfkc: set normalization to 'nfkc'")
-        if spec.max_token_length and spec.max_token_length > 512:
-            _refuse("max_token_length", "sentencepiece allows pieces of at most 512 characters")
+        if spec.max_token_length and spec.max_token_length > SENTENCEPIECE_MAX_PIECE:
+            _refuse("max_token_length", f"sentencepiece allows pieces of at most {SENTENCEPIECE_MAX_PIECE} characters")
     if spec.byte_level and spec.byte_fallback:
         _refuse("byte_fallback", "a byte-level vocabulary already covers every byte; drop byte_fallback")
     if spec.byte_level and spec.algorithm != "bpe":

@@ -11,7 +11,7 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from tokenmill import training
-from tokenmill.corpora import iter_documents
+from tokenmill.corpora import corpus_documents
 from tokenmill.export import artifact_files, manifest, sha256
 from tokenmill.models import Corpus
 from tokenmill.progress import tracked
@@ -33,7 +33,7 @@ class TrainedFiles:
 def training_texts(store: ObjectStore, corpora: list[Corpus]) -> Iterator[str]:
     """Every document of the training corpora, in order, streamed from the store."""
     for corpus in corpora:
-        yield from iter_documents(store, corpus.storage_key, corpus.format, corpus.text_field)
+        yield from corpus_documents(store, corpus)
 
 
 def train_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], report: Report,

@@ -96,17 +96,18 @@ def _decoder(spec: TrainingSpec) -> decoders.Decoder:
         return decoders.WordPiece(prefix=WORDPIECE_PREFIX)
     if spec.end_of_word_suffix:
         return decoders.BPEDecoder(suffix=spec.end_of_word_suffix)
-    # Llama's decoder: "▁" back to spaces, byte tokens back to bytes, one string, and the
-    # space the metaspace pre-tokenizer put in front of the text taken off again.
-    steps: list[decoders.Decoder] = []
     if spec.pre_tokenizer == "metaspace":
-        steps.append(decoders.Replace(METASPACE, " "))
-    if spec.byte_fallback:
+        return metaspace_decoder(spec.byte_fallback)
+    return decoders.Sequence([*([decoders.ByteFallback()] if spec.byte_fallback else []), decoders.Fuse()])
+
+
+def metaspace_decoder(byte_fallback: bool) -> decoders.Decoder:
+    """Llama's decoder: "▁" back to spaces, byte tokens back to bytes, one string, and the
+    space put in front of the text (the dummy prefix) taken off again."""
+    steps: list[decoders.Decoder] = [decoders.Replace(METASPACE, " ")]
+    if byte_fallback:
         steps.append(decoders.ByteFallback())
-    steps.append(decoders.Fuse())
-    if spec.pre_tokenizer == "metaspace":
-        steps.append(decoders.Strip(content=" ", left=1, right=0))
-    return decoders.Sequence(steps)
+    return decoders.Sequence([*steps, decoders.Fuse(), decoders.Strip(content=" ", left=1, right=0)])
 
 
 def _model_and_trainer(spec: TrainingSpec, alphabet: list[str] | None) -> tuple[models.Model, trainers.Trainer]:

@@ -10,21 +10,16 @@ import argparse
 import time
 
 from tests.combinations import COMBINATIONS, LANGUAGES, TORTURE
-from tests.services import CORPORA
-from tokenizers import Tokenizer
-from tokenmill import training
-from tokenmill.export import artifact_files
-from tokenmill.sentencepiece_training import train_sentencepiece
+from tests.text import flores_lines
 from tokenmill.spec import resolve_spec
+from tokenmill.trainer import train_tokenizer, version_contents
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lines", type=int, default=1000, help="lines per language")
     args = parser.parse_args()
-    texts = []
-    for language in LANGUAGES:
-        texts += (CORPORA / "parallel_flores200_dev" / f"{language}.txt").read_text().splitlines()[: args.lines]
+    texts = flores_lines(args.lines, 0, tuple(LANGUAGES))
     megabytes = sum(len(t.encode()) for t in texts) / 1e6
     print(f"corpus: {len(texts)} lines, {megabytes:.1f} MB, {len(LANGUAGES)} languages")
     print("| combination | spec | files | lossless round trip | training time |")
@@ -32,15 +27,9 @@ def main() -> None:
     for combination in COMBINATIONS:
         spec = resolve_spec(combination.spec)
         started = time.perf_counter()
-        if spec.library == "sentencepiece":
-            result = train_sentencepiece(spec, texts)
-            tokenizer = Tokenizer.from_str(result.tokenizer_json)
-            files = {"tokenizer.model": b"", "tokenizer.vocab": b""}
-        else:
-            tokenizer, files = training.train(spec, texts), {}
+        tokenizer, extra = train_tokenizer(spec, texts)
         seconds = time.perf_counter() - started
-        exported, _ = artifact_files(spec, tokenizer)
-        names = sorted({*exported, *files, "manifest.json"})
+        names = sorted(version_contents(spec, tokenizer, extra, {}))
         lossless = sum(tokenizer.decode(tokenizer.encode(t, add_special_tokens=False).ids) == t for t in TORTURE)
         shown = {k: v for k, v in combination.spec.items()}
         print(f"| {combination.name} | `{shown}` | {', '.join(names)} | {lossless}/{len(TORTURE)} | {seconds:.2f} s |",

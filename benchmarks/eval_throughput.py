@@ -19,13 +19,11 @@ import sentencepiece
 from tokenizers import Tokenizer
 
 from tests.services import CORPORA
-from tokenmill import training
-from tokenmill.encoders import proven_encoder, version_encoders
 from tokenmill import shards
+from tokenmill.encoders import proven_encoder, version_encoders
 from tokenmill.evaluation import PROOF_LINES, batched, measure
-from tokenmill.export import artifact_files, manifest
-from tokenmill.sentencepiece_training import train_sentencepiece
 from tokenmill.spec import resolve_spec
+from tokenmill.trainer import train_tokenizer, version_contents
 
 SOURCES = ["manpages/eng_Latn.txt", "fortunes/deu_Latn.txt", "code/python.txt", "debian_reference/zho_Hans.txt",
            "fortunes/rus_Cyrl.txt", "bible/spa_Latn.txt"]
@@ -77,19 +75,10 @@ def timed(function, *args) -> float:
     return time.perf_counter() - started
 
 
-def trained_files(spec, train_lines: list[str]) -> tuple[dict[str, bytes], float | None]:
-    """A version's files, as the service exports them (plus the raw sentencepiece model)."""
-    model = None
-    if spec.library == "sentencepiece":
-        result = train_sentencepiece(spec, train_lines)
-        tokenizer, model = Tokenizer.from_str(result.tokenizer_json), result.model
-    else:
-        tokenizer = training.train(spec, train_lines)
-    files, info = artifact_files(spec, tokenizer)
-    if model is not None:
-        files["tokenizer.model"] = model
-    files["manifest.json"] = manifest(spec, {}, files, info)
-    return files, model
+def trained_files(spec, train_lines: list[str]) -> tuple[dict[str, bytes], bytes | None]:
+    """A version's files, as the service exports them, and its sentencepiece model if it has one."""
+    tokenizer, extra = train_tokenizer(spec, train_lines)
+    return version_contents(spec, tokenizer, extra, {}), extra.get("tokenizer.model")
 
 
 def main() -> None:

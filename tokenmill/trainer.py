@@ -36,6 +36,24 @@ def training_texts(store: ObjectStore, corpora: list[Corpus]) -> Iterator[str]:
         yield from corpus_documents(store, corpus)
 
 
+def train_tokenizer(spec: TrainingSpec, texts: Iterable[str], alphabet: list[str] | None = None,
+                    progress: Callable[[float], None] | None = None) -> tuple[Tokenizer, dict[str, bytes]]:
+    """A tokenizer trained as the spec says, with the files only sentencepiece writes."""
+    if spec.library == "sentencepiece":
+        result = train_sentencepiece(spec, texts, progress)
+        return Tokenizer.from_str(result.tokenizer_json), {"tokenizer.model": result.model, "tokenizer.vocab": result.vocab}
+    return training.train(spec, texts, alphabet), {}
+
+
+def version_contents(spec: TrainingSpec, tokenizer: Tokenizer, extra: dict[str, bytes],
+                     lineage: dict[str, Any]) -> dict[str, bytes]:
+    """Every file of a version: the exports of the tokenizer, `extra`, and the manifest."""
+    files, tiktoken_info = artifact_files(spec, tokenizer)
+    files.update(extra)
+    files["manifest.json"] = manifest(spec, lineage, files, tiktoken_info)
+    return files
+
+
 def train_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], report: Report,
                 lineage: dict[str, Any]) -> TrainedFiles:
     """Train as the spec says and return every file of the version, manifest included."""
@@ -57,15 +75,8 @@ def train_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], r
         alphabet = training.coverage_alphabet(spec, tracked(texts(), total, report, "counting characters", 0.0, 0.2))
     start = 0.0 if sample is None and alphabet is None else 0.2
     reading = tracked(texts(), total, report, "training", start, 0.5)
-    if spec.library == "sentencepiece":
-        result = train_sentencepiece(spec, reading, lambda done: report("training", 0.5 + 0.3 * done))
-        tokenizer = Tokenizer.from_str(result.tokenizer_json)
-        extra = {"tokenizer.model": result.model, "tokenizer.vocab": result.vocab}
-    else:
-        tokenizer, extra = training.train(spec, reading, alphabet), {}
+    tokenizer, extra = train_tokenizer(spec, reading, alphabet, lambda done: report("training", 0.5 + 0.3 * done))
     report("exporting", 0.82, force=True)
-    files, tiktoken_info = artifact_files(spec, tokenizer)
-    files.update(extra)
-    files["manifest.json"] = manifest(spec, lineage, files, tiktoken_info)
+    files = version_contents(spec, tokenizer, extra, lineage)
     return TrainedFiles(files=files, hashes={name: sha256(data) for name, data in files.items()},
                         vocab_size=tokenizer.get_vocab_size())

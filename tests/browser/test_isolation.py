@@ -37,7 +37,9 @@ def test_another_teams_resources_answer_404(browse, team, owner_rows):
         assert response.status == 404, path
         assert response.headers["content-type"].startswith("text/html")
         assert page.get_by_role("heading", level=1).inner_text() == "404 · Not found"
-    assert name not in page.content()
+        # Nothing of the owner's shows on any of them: not its corpus's name, nor its text.
+        content = page.content()
+        assert "private text of the owner" not in content and "secret" not in content, path
 
     # The page's script endpoints answer 404 too, as problem+json.
     page.goto("/")

@@ -8,6 +8,7 @@ from tokenizers import Tokenizer
 from tests.stack import unique
 from tests.e2e.test_walking_skeleton import wait_for_job
 from tests.services import CORPORA
+from tokenmill.references import load_reference
 
 
 def upload_head(http, path, n, **fields):
@@ -64,15 +65,16 @@ def test_evaluations_dashboard_and_playground(http, tmp_path):
     encoded = http.post(f"/v1/tokenizers/{name}/versions/1/encode", json={"text": text}).json()
     (tmp_path / "t.json").write_bytes(http.get(f"/v1/tokenizers/{name}/versions/1/files/tokenizer.json").content)
     assert encoded["ids"] == Tokenizer.from_file(str(tmp_path / "t.json")).encode(text, add_special_tokens=False).ids
-    reference = http.post("/v1/references/o200k_base/encode", json={"text": "El niño juega en el jardín."}).json()
-    assert reference["count"] == 7
+    spanish = "El niño juega en el jardín."
+    reference = http.post("/v1/references/o200k_base/encode", json={"text": spanish}).json()
+    assert reference["count"] == 7  # the first article's count
+    assert reference["ids"] == load_reference("o200k_base").encode_ordinary(spanish)
 
 
 def test_a_large_corpus_is_measured_by_worker_processes_of_the_celery_worker(http):
     """Past 16 batches a corpus is measured by shard processes that the Celery worker's child
     starts (not multiprocessing: a daemonic child may not); the numbers equal tiktoken's own."""
     from tokenmill.evaluation import BATCH_LINES, SHARD_AFTER
-    from tokenmill.references import load_reference
     from tokenmill.words import count_words
 
     path = CORPORA / "manpages" / "eng_Latn.txt"

@@ -7,17 +7,10 @@ import time
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer
 
+from tests.combinations import TORTURE
 from tests.stack import unique
 from tests.services import CORPORA
 
-TORTURE = [
-    "Hello, world! 👋🏽 Emoji: 🧑‍🤝‍🧑 🇪🇸",
-    "东京和北京是大城市。日本語のテキストも。",
-    "مرحبا بالعالم، هذا نص عربي.",
-    "Combining marks: e\u0301 a\u0308 n\u0303 Z\u0351\u0358\u0362",
-    "Tabs\tand\ttabs, control \x01\x02\x7f chars, nbsp\u00a0and\u200bzero-width",
-    "    indented code():\n        return 1234567890",
-]
 LANGUAGES = ["eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva", "rus_Cyrl", "jpn_Jpan", "spa_Latn"]
 
 

@@ -8,15 +8,14 @@ import pytest
 from tokenizers import Tokenizer
 
 from tests.combinations import TORTURE
-from tests.services import CORPORA
+from tests.text import flores_lines as lines
 from tokenmill import training
 from tokenmill.encoders import SentencePieceEncoder, TokenizersEncoder, reference_encoder, version_encoders
-from tokenmill.export import artifact_files, manifest
+from tokenmill.trainer import version_contents
 from tokenmill.sentencepiece_training import train_sentencepiece
 from tokenmill.spec import resolve_spec
 from tokenmill.spelling import Spelling
 
-LANGS = ("eng_Latn", "spa_Latn", "zho_Hans", "arb_Arab", "rus_Cyrl")
 # Lines built to leave the fast path: literal "▁", special-token and byte-token text, leading
 # spaces, characters no model saw, empty and blank lines.
 ADVERSARIAL = TORTURE + [
@@ -25,13 +24,6 @@ ADVERSARIAL = TORTURE + [
     "unseen: ሰላም ᠮᠣᠩᠭᠣᠯ ꦧꦱ 𓀀", "\u3000ideographic space", "tab\there", "x" * 300,
     "Hello, world.", "x.y", "it's", "I do not", "rock ' n ' roll", "##hash", "a\x1cb", "nbsp\u00a0x",
 ]
-
-
-def lines(n: int = 300, offset: int = 0) -> list[str]:
-    out = []
-    for lang in LANGS:
-        out += (CORPORA / "parallel_flores200_dev" / f"{lang}.txt").read_text().splitlines()[offset:offset + n]
-    return out
 
 
 def tokenizers_encoder(spec: dict) -> TokenizersEncoder:
@@ -45,8 +37,7 @@ def sentencepiece_encoder(algorithm: str) -> SentencePieceEncoder:
 
 def rank_file_encoder():
     spec = resolve_spec({"vocab_size": 3000})
-    files, info = artifact_files(spec, training.train(spec, lines()))
-    files["manifest.json"] = manifest(spec, {}, files, info)
+    files = version_contents(spec, training.train(spec, lines()), {}, {})
     return version_encoders("v", files, json.loads(files["manifest.json"]))[1]
 
 

@@ -168,10 +168,9 @@ def bar_chart(groups: Sequence[tuple[str, Sequence[tuple[str, float]]]], *, valu
     bar, gap = 14, 10
     plot = sum(len(bars) * bar + gap for _, bars in groups)
     frame = Frame(width=width, plot_height=plot + 16 + 48, legend_rows=_legend_rows(len(subjects)), left=150)
-    sx, ticks = _scale([0.0, max(values + ([reference] if reference else []))], Axis(value_label), frame.x0, frame.x1)
-    parts = [f'<line x1="{sx(t)}" y1="{frame.y1}" x2="{sx(t)}" y2="{frame.y0}" stroke="#e3e3e3"/>'
-             f'<text x="{sx(t)}" y="{frame.y0 + 16}" text-anchor="middle" {FONT}>{tick_label(t)}</text>'
-             for t in ticks]
+    axis = Axis(value_label)
+    sx, ticks = _scale([0.0, max(values + ([reference] if reference else []))], axis, frame.x0, frame.x1)
+    parts = _x_axis(frame, sx, ticks, axis)
     top = frame.y1
     for category, bars in groups:
         parts.append(f'<text x="{frame.x0 - 6}" y="{top + len(bars) * bar / 2 + 4}" text-anchor="end" {FONT}>'
@@ -185,8 +184,6 @@ def bar_chart(groups: Sequence[tuple[str, Sequence[tuple[str, float]]]], *, valu
     if reference is not None:
         parts.append(f'<line x1="{sx(reference)}" y1="{frame.y1}" x2="{sx(reference)}" y2="{frame.y0}" '
                      f'stroke="#333" stroke-dasharray="4 3"/>')
-    parts.append(f'<text x="{(frame.x0 + frame.x1) / 2}" y="{frame.y0 + 36}" text-anchor="middle" {FONT}>'
-                 f'{escape(value_label)}</text>')
     parts += _legend([(s, PALETTE[i % len(PALETTE)], False) for i, s in enumerate(subjects)], frame)
     return _svg(parts, title, chart_id, frame)
 
@@ -216,18 +213,23 @@ def _legend_rows(entries: int) -> int:
     return math.ceil(entries / 3)
 
 
+def _x_axis(frame: Frame, sx: Scale, ticks: list[float], x: Axis) -> list[str]:
+    """Vertical grid lines with their tick labels, and the axis label under the plot."""
+    parts = [f'<line x1="{sx(t)}" y1="{frame.y1}" x2="{sx(t)}" y2="{frame.y0}" stroke="#e3e3e3"/>'
+             f'<text x="{sx(t)}" y="{frame.y0 + 16}" text-anchor="middle" {FONT}>{tick_label(t)}</text>'
+             for t in ticks]
+    parts.append(f'<text x="{(frame.x0 + frame.x1) / 2}" y="{frame.y0 + 36}" text-anchor="middle" {FONT}>'
+                 f'{escape(x.label)}{" (log scale)" if x.log else ""}</text>')
+    return parts
+
+
 def _axes(frame: Frame, sx: Scale, sy: Scale, x_ticks: list[float], y_ticks: list[float], x: Axis, y: Axis) -> list[str]:
-    parts = []
-    for t in x_ticks:
-        parts.append(f'<line x1="{sx(t)}" y1="{frame.y1}" x2="{sx(t)}" y2="{frame.y0}" stroke="#e3e3e3"/>'
-                     f'<text x="{sx(t)}" y="{frame.y0 + 16}" text-anchor="middle" {FONT}>{tick_label(t)}</text>')
+    parts = _x_axis(frame, sx, x_ticks, x)
     for t in y_ticks:
         parts.append(f'<line x1="{frame.x0}" y1="{sy(t)}" x2="{frame.x1}" y2="{sy(t)}" stroke="#e3e3e3"/>'
                      f'<text x="{frame.x0 - 6}" y="{sy(t) + 4}" text-anchor="end" {FONT}>{tick_label(t)}</text>')
     parts.append(f'<rect x="{frame.x0}" y="{frame.y1}" width="{frame.x1 - frame.x0}" height="{frame.y0 - frame.y1}" '
                  f'fill="none" stroke="#999"/>')
-    parts.append(f'<text x="{(frame.x0 + frame.x1) / 2}" y="{frame.y0 + 36}" text-anchor="middle" {FONT}>'
-                 f'{escape(x.label)}{" (log scale)" if x.log else ""}</text>')
     middle = (frame.y1 + frame.y0) / 2
     parts.append(f'<text x="14" y="{middle}" text-anchor="middle" transform="rotate(-90 14 {middle})" {FONT}>'
                  f'{escape(y.label)}{" (log scale)" if y.log else ""}</text>')

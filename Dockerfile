@@ -12,6 +12,9 @@ COPY workers ./workers
 COPY migrations ./migrations
 RUN pip install -e . && pip install --no-deps -r requirements-refs.txt
 
+# Evaluation's compiled loops (numba) are compiled at their first use and kept here for
+# every process of the container.
+ENV NUMBA_CACHE_DIR=/home/tokenmill/.cache/numba
 USER tokenmill
 EXPOSE 8000
 CMD ["tokenmill", "serve", "--host", "0.0.0.0", "--port", "8000"]

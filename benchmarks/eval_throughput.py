@@ -8,7 +8,7 @@ the engine it picks: once cold (its worker processes started for it) and then th
 --runs with the processes kept, as in a Celery worker that has evaluated before. Each
 baseline timing is the best of --runs too.
 
-    .venv/bin/python -m benchmarks.eval_throughput [--mb 16] [--vocab 32000] [--runs 2]
+    .venv/bin/python -m benchmarks.eval_throughput [--mb 16] [--vocab 32000] [--runs 2] [--kinds sentencepiece]
 """
 
 import argparse
@@ -87,6 +87,7 @@ def main() -> None:
     parser.add_argument("--train-mb", type=float, default=6)
     parser.add_argument("--vocab", type=int, default=32000)
     parser.add_argument("--runs", type=int, default=2, help="each timing is the best of this many runs")
+    parser.add_argument("--kinds", default="", help="only the kinds whose name contains this text, e.g. sentencepiece")
     args = parser.parse_args()
     train_lines, lines = text_lines(args.train_mb), text_lines(args.mb)[::-1]
     megabytes = sum(len(line.encode()) for line in lines) / 1e6
@@ -95,6 +96,8 @@ def main() -> None:
           "| Tokenmill MB/s | ratio to encode_batch | ratio to own library |")
     print("|---|---|---|---|---|---|---|---|")
     for kind, overrides in KINDS.items():
+        if args.kinds not in kind:
+            continue
         spec = resolve_spec({"vocab_size": args.vocab, **overrides})
         files, model = trained_files(spec, train_lines)
         slow, fast = version_encoders(kind, files, json.loads(files["manifest.json"]))

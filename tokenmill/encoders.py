@@ -5,7 +5,8 @@ lines decode back to themselves, never adding special tokens and treating specia
 strings inside text as plain text (`encode_special_tokens=True` / `encode_ordinary`).
 Byte-level BPE versions with a rank file are encoded by tiktoken, several times faster, once
 its ids are shown equal to the `tokenizers` ids on the text at hand (see `proven_encoder`);
-sentencepiece versions whose pieces spell their input, by sentencepiece. Spans and round
+sentencepiece versions whose pieces spell their input, by sentencepiece, a word at a time
+where the same is shown (`tokenmill.word_cache`). Spans and round
 trips come from the ids' spelling (`tokenmill.spelling`) wherever it is proven, and from
 offsets and a real decode elsewhere.
 """
@@ -24,7 +25,8 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from tokenizers import Tokenizer
 
 from tokenmill.references import load_reference
-from tokenmill.spelling import Spelling, WordPieceSpelling, byte_length_spans, utf8_widths
+from tokenmill.spelling import NO_BYTES, Spelling, WordPieceSpelling, byte_length_spans, utf8_widths
+from tokenmill.word_cache import WordCache, applies as word_cache_applies
 from tokenmill.words import code_points
 from tokenmill.tiktoken_format import encoding as tiktoken_encoding, parse_rank_file
 
@@ -69,6 +71,9 @@ class Encoder:
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         raise NotImplementedError
+
+    def begin(self) -> None:
+        """Called before each measurement: forget what the last one learnt."""
 
     def _ids(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Flat ids and tokens per line."""
@@ -223,18 +228,25 @@ class SentencePieceEncoder(Encoder):
     """sentencepiece itself, for the versions it trained (several times faster than their tokenizer.json).
 
     Only for models whose pieces spell their input (identity normalization with byte
-    fallback, so no <unk>): "▁" stands for a space, and the dummy prefix for no byte.
+    fallback, so no <unk>): "▁" stands for a space, and the dummy prefix for no byte. With
+    `cache_words`, each distinct word is encoded once (`tokenmill.word_cache`).
     """
 
-    def __init__(self, name: str, model: bytes, threads: int = 2) -> None:
+    def __init__(self, name: str, model: bytes, threads: int = 2, cache_words: bool = False) -> None:
         self.processor = sentencepiece.SentencePieceProcessor(model_proto=model)
         size = self.processor.get_piece_size()
         byte_ids = frozenset(i for i in range(size) if self.processor.is_byte(i))
         pieces = [None if self.processor.is_control(i) or self.processor.is_unknown(i)
                   else _metaspace_bytes(self.processor.id_to_piece(i), i in byte_ids) for i in range(size)]
-        super().__init__(name, "sentencepiece", size, self.processor.unk_id(), byte_ids, {"sentencepiece": model},
+        super().__init__(name, "sentencepiece+word cache" if cache_words else "sentencepiece", size,
+                         self.processor.unk_id(), byte_ids, {"sentencepiece": model, "cache_words": cache_words},
                          Spelling.of(pieces, dummy_prefix=True))
         self.threads = threads
+        self.words = None
+        if cache_words:
+            piece_bytes = np.array([1 if i in byte_ids else NO_BYTES if piece is None else len(piece) + 2 * piece.count(b" ")
+                                    for i, piece in enumerate(pieces)], dtype=np.int64)  # "▁" is three bytes
+            self.words = WordCache(self._direct, piece_bytes)
 
     @staticmethod
     def exact_spans(model: bytes) -> bool:
@@ -245,7 +257,21 @@ class SentencePieceEncoder(Encoder):
                 and normalizer.add_dummy_prefix and not normalizer.remove_extra_whitespaces)
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
+        if self.words is None:
+            return self._direct(lines)
+        flat, counts = self._ids(lines)
+        return [part.tolist() for part in np.split(flat, np.cumsum(counts)[:-1])]
+
+    def _ids(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        encoded = None if self.words is None else self.words.encode(lines)
+        return _flat(self._direct(lines)) if encoded is None else encoded
+
+    def _direct(self, lines: Sequence[str]) -> list[list[int]]:
         return self.processor.encode(list(lines), num_threads=self.threads)
+
+    def begin(self) -> None:
+        if self.words is not None:
+            self.words.clear()
 
     def _exact(self, lines: Sequence[str]) -> EncodedBatch:
         """Spans from each piece's byte offsets in the line (a piece without bytes of its own, as
@@ -312,11 +338,13 @@ def reference_encoder(name: str, threads: int = 2) -> TiktokenEncoder:
     return TiktokenEncoder(name, load_reference(name), threads, recipe={"reference": name})
 
 
-def version_encoders(name: str, files: dict[str, bytes], manifest: dict) -> tuple[Encoder, TiktokenEncoder | None]:
-    """The encoder of a version's own library and, when it has a rank file, the tiktoken one."""
+def version_encoders(name: str, files: dict[str, bytes], manifest: dict) -> tuple[Encoder, Encoder | None]:
+    """The encoder of a version's own library and, where one applies, a faster one to prove on
+    each corpus: tiktoken on its rank file, or sentencepiece a word at a time."""
     model = files.get("tokenizer.model")
     if model is not None and SentencePieceEncoder.exact_spans(model):
-        return SentencePieceEncoder(name, model), None
+        fast = SentencePieceEncoder(name, model, cache_words=True) if word_cache_applies(model) else None
+        return SentencePieceEncoder(name, model), fast
     slow = TokenizersEncoder(name, Tokenizer.from_str(files["tokenizer.json"].decode()))
     info = manifest.get("tiktoken") or {}
     if not info.get("file") or info["file"] not in files:
@@ -332,7 +360,7 @@ def rank_file_encoder(name: str, rank_file: bytes, special_tokens: dict[str, int
     return TiktokenEncoder(name, enc, threads, recipe)
 
 
-def proven_encoder(slow: Encoder, fast: TiktokenEncoder | None, sample: Sequence[str]) -> Encoder:
+def proven_encoder(slow: Encoder, fast: Encoder | None, sample: Sequence[str]) -> Encoder:
     """The fast encoder if its ids equal the slow one's on every sample line, else the slow one."""
     if fast is None:
         return slow

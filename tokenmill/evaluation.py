@@ -59,6 +59,7 @@ def measure(encoder: Encoder, documents: Iterable[str], max_bytes: int | None = 
 
 def _measure_here(encoder: Encoder, batches: Iterator[list[str]]) -> dict[str, Any]:
     accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
+    encoder.begin()
     for batch, encoded in _encoded_ahead(encoder, batches):
         accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, encoded.roundtrips)
     return {**accumulator.result(), "engine": encoder.engine}

@@ -19,13 +19,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from tokenmill.words import (
-    JoinedLines,
-    no_space_characters,
-    text_word_spans,
-    whitespace_word_spans,
-    word_rule,
-)
+from numba import njit
+
+from tokenmill.words import JoinedLines, scan_words, word_rule
 
 #: The order of the Rényi entropy, as Zouhar et al. (2023) recommend for efficiency.
 RENYI_ALPHA = 2.5
@@ -172,21 +168,12 @@ class MetricsAccumulator:
     def _measure(self, ids: np.ndarray, tokens: np.ndarray, line_tokens: np.ndarray, batch: JoinedLines) -> None:
         self._count_ids(ids)
         self._bytes += len(batch.text.encode("utf-8", "surrogatepass")) - (len(self._batch) - 1)
-        words = self._batch_words(batch)
-        # Clip spans to their line, then shift them to batch positions.
-        tokens = np.clip(tokens, 0, np.repeat(batch.lengths, line_tokens)[:, None])
-        tokens += np.repeat(batch.starts, line_tokens)[:, None]
+        # Lines are apart in the batch text: a newline joins them.
+        words, saw_no_space = scan_words(batch.codes)
+        self._saw_no_space |= saw_no_space
         self._words += len(words)
-        self._continued += continued_words(words, tokens)
+        self._continued += continued_words(words, tokens, line_tokens, batch.starts, batch.lengths)
         self._clear_batch()
-
-    def _batch_words(self, batch: JoinedLines) -> np.ndarray:
-        """Return the word spans of the batch (lines are apart: a newline joins them)."""
-        if no_space_characters(batch.codes).any():
-            # Rare outside CJK and Thai-like corpora: only such batches take the per-character rule.
-            self._saw_no_space = True
-            return text_word_spans(batch.codes)
-        return whitespace_word_spans(batch.text, batch.codes)
 
     def _count_ids(self, ids: np.ndarray) -> None:
         """Add a batch of ids to the per-id counts."""
@@ -206,25 +193,44 @@ def _batch_text(lines: Sequence[str]) -> JoinedLines:
     return JoinedLines(lines, "\n")
 
 
-def continued_words(words: np.ndarray, tokens: np.ndarray) -> int:
-    """Count the words that two or more tokens overlap; both are (n, 2) [start, end) arrays."""
-    if len(words) == 0 or len(tokens) == 0:
+@njit(cache=True, nogil=True)
+def continued_words(words: np.ndarray, spans: np.ndarray, line_tokens: np.ndarray, starts: np.ndarray,
+                    lengths: np.ndarray) -> int:
+    """Count the words that two or more tokens overlap. Words are (n, 2) [start, end) spans in a
+    text of lines that start at `starts`; tokens are spans in their line (clipped to it), line
+    after line, `line_tokens` per line."""
+    if len(words) == 0 or len(spans) == 0:
         return 0
     # A token [s, e) overlaps a word [ws, we) when s < we and e > ws. Words are sorted and
     # disjoint, so the words one token overlaps are the contiguous indices first..last:
-    # first = words ending at or before s, last = words starting before e, minus one (both
-    # read off running counts over positions, cheaper than a binary search per token).
-    size = int(max(words[-1, 1], tokens.max())) + 1
-    ends_upto = np.cumsum(np.bincount(words[:, 1], minlength=size))
-    starts_before = np.concatenate(([0], np.cumsum(np.bincount(words[:, 0], minlength=size))))
-    first = ends_upto[tokens[:, 0]]
-    last = starts_before[tokens[:, 1]] - 1
-    hit = first <= last
+    # first = words ending at or before s, last = words starting before e, minus one.
+    size = max(words[-1, 1], starts[-1] + lengths[-1]) + 2
+    ends_upto = np.zeros(size, dtype=np.int64)
+    starts_before = np.zeros(size, dtype=np.int64)
+    for w in range(len(words)):
+        ends_upto[words[w, 1]] += 1
+        starts_before[words[w, 0] + 1] += 1
+    for position in range(1, size):
+        ends_upto[position] += ends_upto[position - 1]
+        starts_before[position] += starts_before[position - 1]
     # +1 where a token's run of words opens and -1 after it closes; the running sum is the
     # number of tokens over each word.
-    size = len(words) + 1
-    delta = np.bincount(first[hit], minlength=size) - np.bincount(last[hit] + 1, minlength=size)
-    return int(np.count_nonzero(np.cumsum(delta[:-1]) >= 2))
+    delta = np.zeros(len(words) + 1, dtype=np.int64)
+    token = 0
+    for line in range(len(line_tokens)):
+        for _ in range(line_tokens[line]):
+            start = starts[line] + min(max(spans[token, 0], 0), lengths[line])
+            end = starts[line] + min(max(spans[token, 1], 0), lengths[line])
+            first, last = ends_upto[start], starts_before[end] - 1
+            if first <= last:
+                delta[first] += 1
+                delta[last + 1] -= 1
+            token += 1
+    continued = running = 0
+    for w in range(len(words)):
+        running += delta[w]
+        continued += running >= 2
+    return continued
 
 
 def _as_spans(pairs: list[tuple[int, int]]) -> np.ndarray:

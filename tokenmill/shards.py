@@ -150,7 +150,7 @@ def _encoder(recipe: dict) -> Encoder:
     if "reference" in recipe:
         return reference_encoder(recipe["reference"], threads=1)
     if "sentencepiece" in recipe:
-        return SentencePieceEncoder(recipe["name"], recipe["sentencepiece"], threads=1)
+        return SentencePieceEncoder(recipe["name"], recipe["sentencepiece"], threads=1, cache_words=recipe["cache_words"])
     if "tokenizer_json" in recipe:
         return TokenizersEncoder(recipe["name"], Tokenizer.from_str(recipe["tokenizer_json"]))
     return rank_file_encoder(recipe["name"], recipe["rank_file"], recipe["special_tokens"], recipe["pattern"], threads=1)
@@ -173,6 +173,7 @@ def main() -> None:
             if received != recipe:
                 recipe, encoder = received, _encoder(received)
             accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
+            encoder.begin()
             for batch in _messages(source):
                 encoded = encoder.encode_batch(batch)
                 accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, encoded.roundtrips)

@@ -19,12 +19,13 @@ from each model's normalizer, pre-tokenizer and decoder), and the lines that fai
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 
-from tokenmill.words import JoinedLines, code_points
+from numba import njit
+
+from tokenmill.words import code_points
 
 NO_BYTES = -1  # the length of an id that stands for no fixed text (unknown, control, special)
 
@@ -56,62 +57,70 @@ class Spelling:
     def check(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> Checked:
         """Which lines their ids spell exactly, which of those decode back to themselves, and the
         spans of their tokens."""
-        text = _Text(lines)
-        inside = flat < len(self.lengths)
-        lengths = self.lengths[flat] if inside.all() else np.where(inside, self.lengths[np.where(inside, flat, 0)], NO_BYTES)
-        ends = np.cumsum(counts)
-        running = np.concatenate(([0], np.cumsum(lengths)))
-        expected = self._expected(text)
-        spelled = running[ends] - running[ends - counts] == expected
-        if (lengths < 0).any():
-            spelled &= np.bincount(np.repeat(np.arange(len(lines)), counts)[lengths < 0], minlength=len(lines)) == 0
-        if not spelled.all():
-            return self._check_candidates(lines, flat, counts, spelled)
-        got = self.blob[np.repeat(self.starts[flat] - running[:-1], lengths) + np.arange(int(running[-1]))]
-        differ = np.flatnonzero(got != self._wanted(text))
-        if len(differ):
-            # Rare: the counts agree but some units differ; those lines are out, the rest proven.
-            spelled[np.repeat(np.arange(len(lines)), expected)[differ]] = False
-            return self._check_candidates(lines, flat, counts, spelled)
-        return self._read(text, flat, lengths, counts)
+        data = "".join(lines).encode("utf-8", "surrogatepass")
+        spelled, spans = _spell_bytes(np.frombuffer(data, dtype=np.uint8), _lengths(lines), flat, counts,
+                                      self.blob, self.starts, self.lengths, self.dummy_prefix)
+        return Checked(spelled, spelled, spans)
 
-    def _expected(self, text: "_Text") -> np.ndarray:
-        """How many units (bytes here) each line's ids must spell."""
-        return text.line_bytes + (self.dummy_prefix & (text.lengths > 0))
 
-    def _wanted(self, text: "_Text") -> np.ndarray:
-        """The units the ids of the lines must spell, end to end."""
-        if self.dummy_prefix:
-            data = "".join(" " + line for line in text.lines if line).encode("utf-8", "surrogatepass")
-        else:
-            data = text.text.encode("utf-8", "surrogatepass")
-        return np.frombuffer(data, dtype=np.uint8)
+@njit(cache=True, nogil=True)
+def _spell_bytes(data: np.ndarray, line_chars: np.ndarray, flat: np.ndarray, counts: np.ndarray, blob: np.ndarray,
+                 starts: np.ndarray, lengths: np.ndarray, dummy_prefix: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Line by line, whether the ids' bytes are the line's UTF-8 bytes (after a dummy space, if
+    any), and the character span of each token of a spelled line: the characters holding its
+    bytes (the pieces of a split character all get it; a lone dummy "▁" gets the first)."""
+    spelled = np.zeros(len(counts), dtype=np.bool_)
+    spans = np.zeros((len(flat), 2), dtype=np.int64)
+    line_start = 0  # of the line's bytes in data
+    first_token = 0
+    for line in range(len(counts)):
+        line_end = line_start
+        for _ in range(line_chars[line]):
+            line_end += _utf8_width(data[line_end])
+        position, chars, good = line_start, 0, True  # chars: characters begun before position
+        for token in range(first_token, first_token + counts[line]):
+            token_id = flat[token]
+            if token_id >= len(lengths) or lengths[token_id] < 0:
+                good = False
+                break
+            piece, size = starts[token_id], lengths[token_id]
+            if dummy_prefix and token == first_token:
+                if line_end == line_start or blob[piece] != 0x20:  # no dummy space before an empty line
+                    good = False
+                    break
+                piece, size = piece + 1, size - 1
+            if position + size > line_end:
+                good = False
+                break
+            # The character holding the token's first byte: one begun here, or the one before.
+            first = chars if position == line_end or data[position] & 0xC0 != 0x80 else chars - 1
+            for offset in range(size):
+                byte = data[position + offset]
+                if byte != blob[piece + offset]:
+                    good = False
+                    break
+                chars += byte & 0xC0 != 0x80
+            if not good:
+                break
+            position += size
+            spans[token, 0], spans[token, 1] = first, chars if size else first + 1
+        spelled[line] = good and position == line_end
+        if not spelled[line]:
+            spans[first_token:first_token + counts[line]] = 0
+        first_token += counts[line]
+        line_start = line_end
+    return spelled, spans
 
-    def _read(self, text: "_Text", flat: np.ndarray, lengths: np.ndarray, counts: np.ndarray) -> Checked:
-        """Round trips and spans of lines all spelled."""
-        if self.dummy_prefix:
-            dummies = (np.cumsum(counts) - counts)[counts > 0]  # the first token of every non-empty line
-            lengths = lengths.copy()
-            lengths[dummies] -= 1  # the dummy space in front of every line stands for no input byte
-        spans = byte_length_spans(text.lines, lengths, counts, text.codes, text.widths)
-        if self.dummy_prefix:
-            # A lone dummy "▁" belongs to the first word, as tokenizer.json's offsets have it.
-            lone = dummies[lengths[dummies] == 0]
-            spans[lone, 1] = spans[lone, 0] + 1
-        every = np.ones(len(text.lines), dtype=bool)
-        return Checked(every, every, spans)
 
-    def _check_candidates(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray,
-                          candidates: np.ndarray) -> Checked:
-        """`check` where only the candidate lines can be spelled: those are checked as a batch."""
-        spelled, roundtrips = np.zeros(len(lines), dtype=bool), np.zeros(len(lines), dtype=bool)
-        spans = np.zeros((len(flat), 2), dtype=np.int64)
-        if candidates.any():
-            keep = np.repeat(candidates, counts)
-            chosen = np.flatnonzero(candidates)
-            spelled[chosen], roundtrips[chosen], spans[keep] = self.check(
-                [lines[i] for i in chosen.tolist()], flat[keep], counts[chosen])
-        return Checked(spelled, roundtrips, spans)
+@njit(cache=True, nogil=True)
+def _utf8_width(lead: int) -> int:
+    """How many bytes the UTF-8 sequence starting with this byte takes."""
+    return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+
+
+def _lengths(lines: Sequence[str]) -> np.ndarray:
+    return np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+
 
 def _layout(pieces: Sequence[bytes | str | None]) -> tuple[np.ndarray, np.ndarray]:
     """Each piece's length (NO_BYTES for None or empty) and where it starts when the pieces are
@@ -146,67 +155,66 @@ class WordPieceSpelling(Spelling):
         return cls(code_points("".join(piece for piece in pieces if piece)), starts, lengths, False,
                    np.array(glued, dtype=bool), np.array(continuing, dtype=bool))
 
-    def _expected(self, text: "_Text") -> np.ndarray:
-        return text.line_kept
-
-    def _wanted(self, text: "_Text") -> np.ndarray:
-        return text.codes[text.kept]
-
-    def _read(self, text: "_Text", flat: np.ndarray, lengths: np.ndarray, counts: np.ndarray) -> Checked:
-        """Spans from where each token's characters sit among the characters kept; a line
-        decodes back to itself when it has no whitespace at either end and, between tokens,
-        exactly the decoder's: nothing before a glued token, one space before any other."""
-        size = len(text.lines)
-        running = np.cumsum(lengths)
-        first = text.kept[running - lengths]
-        last = text.kept[running - 1] + 1
-        line_start = np.repeat(text.starts, counts)
-        spans = np.stack([first - line_start, last - line_start], axis=1)
-        line_of = np.repeat(np.arange(size), counts)
-        gap = first[1:] - last[:-1]
-        joined = np.where(self.glued[flat[1:]], gap == 0, (gap == 1) & (text.codes[np.minimum(last[:-1], len(text.codes) - 1)] == 0x20))
-        line_first = np.ones(len(flat), dtype=bool)
-        line_first[1:] = line_of[1:] != line_of[:-1]
-        good = np.ones(len(flat), dtype=bool)
-        good[1:] = joined
-        good[line_first] = (spans[line_first, 0] == 0) & ~self.continuing[flat[line_first]]
-        line_last = np.ones(len(flat), dtype=bool)
-        line_last[:-1] = line_first[1:]
-        good[line_last] &= spans[line_last, 1] == text.lengths[line_of[line_last]]
-        roundtrips = (np.bincount(line_of[~good], minlength=size) == 0) & ((counts > 0) | (text.lengths == 0))
-        return Checked(np.ones(size, dtype=bool), roundtrips, spans)
+    def check(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> Checked:
+        """Which lines their ids spell (whitespace aside), which of those decode back to
+        themselves, and the spans of their tokens."""
+        return Checked(*_spell_words(code_points("".join(lines)), _lengths(lines), flat, counts, self.blob,
+                                     self.starts, self.lengths, self.glued, self.continuing, _WHITE_SPACE))
 
 
-class _Text(JoinedLines):
-    """A batch of lines end to end, with what the spellings compare: UTF-8 widths (None if all
-    ASCII) and bytes per line; for WordPiece, the characters other than whitespace."""
-
-    @cached_property
-    def widths(self) -> np.ndarray | None:
-        return None if not len(self.codes) or int(self.codes.max()) < 0x80 else utf8_widths(self.codes)
-
-    @cached_property
-    def line_bytes(self) -> np.ndarray:
-        return self.lengths if self.widths is None else self._per_line(self.widths)
-
-    @cached_property
-    def _kept(self) -> np.ndarray:
-        return ~_WHITE_SPACE[np.minimum(self.codes, len(_WHITE_SPACE) - 1)]
-
-    @cached_property
-    def kept(self) -> np.ndarray:
-        """Positions of the characters other than whitespace."""
-        return np.flatnonzero(self._kept)
-
-    @cached_property
-    def line_kept(self) -> np.ndarray:
-        """How many characters other than whitespace each line has."""
-        return self._per_line(self._kept)
-
-    def _per_line(self, values: np.ndarray) -> np.ndarray:
-        """The sum of a value per character over each line."""
-        running = np.concatenate(([0], np.cumsum(values, dtype=np.int64)))
-        return running[self.starts + self.lengths] - running[self.starts]
+@njit(cache=True, nogil=True)
+def _spell_words(codes: np.ndarray, line_chars: np.ndarray, flat: np.ndarray, counts: np.ndarray, blob: np.ndarray,
+                 starts: np.ndarray, lengths: np.ndarray, glued: np.ndarray, continuing: np.ndarray,
+                 white_space: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Line by line, whether the ids' characters are the line's characters other than whitespace
+    (each token's without whitespace inside), whether the line decodes back to itself, and each
+    token's span. A line decodes back when it has no whitespace at either end and, between
+    tokens, exactly the decoder's: nothing before a glued token, one space before any other."""
+    spelled = np.zeros(len(counts), dtype=np.bool_)
+    roundtrips = np.zeros(len(counts), dtype=np.bool_)
+    spans = np.zeros((len(flat), 2), dtype=np.int64)
+    last_white = len(white_space) - 1
+    line_start = 0  # of the line in codes
+    first_token = 0
+    for line in range(len(counts)):
+        size = line_chars[line]
+        position, good, back = 0, True, True  # position in the line
+        for token in range(first_token, first_token + counts[line]):
+            token_id = flat[token]
+            if token_id >= len(lengths) or lengths[token_id] < 0:
+                good = False
+                break
+            before = position
+            while position < size and white_space[min(codes[line_start + position], last_white)]:
+                position += 1
+            piece, width = starts[token_id], lengths[token_id]
+            if position + width > size:
+                good = False
+                break
+            for offset in range(width):
+                if codes[line_start + position + offset] != blob[piece + offset]:
+                    good = False
+                    break
+            if not good:
+                break
+            if token == first_token:
+                back &= position == 0 and not continuing[token_id]
+            elif glued[token_id]:
+                back &= position == before
+            else:
+                back &= position == before + 1 and codes[line_start + before] == 0x20
+            spans[token, 0], spans[token, 1] = position, position + width
+            position += width
+        back &= position == size and (counts[line] > 0 or size == 0)
+        while good and position < size and white_space[min(codes[line_start + position], last_white)]:
+            position += 1
+        spelled[line] = good and position == size
+        roundtrips[line] = spelled[line] and back
+        if not spelled[line]:
+            spans[first_token:first_token + counts[line]] = 0
+        first_token += counts[line]
+        line_start += size
+    return spelled, roundtrips, spans
 
 
 def utf8_widths(codes: np.ndarray) -> np.ndarray:

@@ -22,10 +22,12 @@ sequences), and normalisation; callers pass the text exactly as it is encoded.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
 import numpy as np
+from numba import njit
 
 #: Scripts written without spaces between words. Bopomofo annotates Chinese and Yi is
 #: written like it, so both are in; Hangul is not, Korean separates words. Rarer
@@ -77,15 +79,14 @@ _CLINGING = rf"(?:[^\w{_SPACE}]|_)"
 # and the extra False entry stands for every code point above it.
 _SPACE_TABLE = np.array([chr(c).isspace() for c in range(0x3001)] + [False])
 
-# The same ranges as a lookup table over code points, for scanning whole batches in numpy.
+# The same ranges as a lookup table over code points, for `_scan`.
 _NO_SPACE_TABLE = np.zeros(NO_SPACE_RANGES[-1][1] + 2, dtype=bool)
 for _first, _last in NO_SPACE_RANGES:
     _NO_SPACE_TABLE[_first:_last + 1] = True
 
 _NO_SPACE_CHAR = re.compile(f"[{_NO_SPACE}]")
-_WHITESPACE_WORD = re.compile(f"[^{_SPACE}]+")
-# The rule as a regex scanned left to right: its definition, which `text_word_spans` computes
-# in numpy (tests hold the two together).
+# The rule as a regex scanned left to right: its definition, which `_scan` follows character
+# by character, compiled (tests hold the two together).
 _WORD = re.compile(
     # One no-space character with the marks and punctuation around it ...
     rf"{_CLINGING}*+[{_NO_SPACE}]{_CLINGING}*+"
@@ -98,84 +99,77 @@ _WORD = re.compile(
 
 def word_spans(text: str) -> list[tuple[int, int]]:
     """Return the [start, end) character spans of the words of `text`, in order."""
-    if not _NO_SPACE_CHAR.search(text):
-        return [match.span() for match in _WHITESPACE_WORD.finditer(text)]
-    return [tuple(span) for span in text_word_spans(code_points(text)).tolist()]
+    spans, _ = scan_words(code_points(text))
+    return [tuple(span) for span in spans.tolist()]
 
 
-# str.isalnum() by code point, filled in as code points are met (-1: not asked yet).
-_ALNUM = np.full(0x110000, -1, dtype=np.int8)
+def scan_words(codes: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The (n, 2) word spans of a text given as code points, and whether it has a character of
+    a no-space script (which names the rule applied, `word_rule`)."""
+    return _scan(codes, _SPACE_TABLE, _NO_SPACE_TABLE, _alnum_table())
 
 
-def _alnum(codes: np.ndarray) -> np.ndarray:
-    known = _ALNUM[codes]
-    if (known < 0).any():
-        for code in np.unique(codes[known < 0]).tolist():
-            _ALNUM[code] = chr(code).isalnum()
-        known = _ALNUM[codes]
-    return known.astype(bool)
-
-
-def text_word_spans(codes: np.ndarray) -> np.ndarray:
-    """Return the (n, 2) word spans of a text given as code points, in numpy.
-
-    The same words as the left-to-right scan of `_WORD` (tests hold the two together). Every
-    character other than whitespace is a no-space character alone (A), a no-space mark (M,
-    clinging and no-space at once), clinging (P) or other (O). Each A makes one word with the
-    clinging characters that follow it; the clinging run (C: M and P) before an A joins it
-    too when whitespace precedes the run, or, after an O, from the run's first M on; every
-    other run of P and O is one word; an M that reaches no A is a word alone.
-    """
+@njit(cache=True, nogil=True)
+def _scan(codes: np.ndarray, space_table: np.ndarray, no_space_table: np.ndarray,
+          alnum_table: np.ndarray) -> tuple[np.ndarray, bool]:
+    """`_WORD`'s matches, scanned left to right as `re.finditer` does: at each character other than
+    whitespace, a no-space character with the clinging runs around it (possessive), else a run of
+    characters neither whitespace nor no-space, else the one character. Linear: the end of the
+    clinging run is remembered, since every character of a run ends it at the same place."""
     size = len(codes)
-    if not size:
-        return np.zeros((0, 2), dtype=np.int64)
-    space = _SPACE_TABLE[np.minimum(codes, len(_SPACE_TABLE) - 1)]
-    no_space = no_space_characters(codes)
-    clinging = ~_alnum(codes) & ~space
-    a, m, p = no_space & ~clinging, no_space & clinging, clinging & ~no_space
-    o = ~space & ~no_space & ~clinging
-    # Class codes, and those of each character's neighbours (whitespace beyond the ends).
-    kind = np.select([a, m, p, o], [1, 2, 3, 4], 0).astype(np.int8)  # 0: whitespace
-    before = np.concatenate(([0], kind[:-1]))
-    after = np.concatenate((kind[1:], [0]))
-    # The clinging runs: where each starts and ends, what stands before and after it, its first M.
-    run_start = clinging & ~np.isin(before, (2, 3))
-    run_end = clinging & ~np.isin(after, (2, 3))
-    run = np.cumsum(run_start) - 1
-    starts, ends = np.flatnonzero(run_start), np.flatnonzero(run_end) + 1
-    left = before[starts]
-    right = np.where(ends < size, kind[np.minimum(ends, size - 1)], 0)
-    first_m = np.full(len(starts), size)
-    m_at = np.flatnonzero(m)
-    np.minimum.at(first_m, run[m_at], m_at)
-    has_m = first_m < size
-    # A run before an A joins it when whitespace comes first, or (from its first M) after an O.
-    joins_from_start = (right == 1) & (left == 0)
-    joins_from_m = (right == 1) & (left == 4) & has_m
-    word = np.zeros(size, dtype=bool)
-    word[a] = True
-    ahead = np.flatnonzero(a & np.isin(before, (2, 3)))  # A characters right after a run
-    word[ahead[joins_from_start[run[ahead - 1]] | joins_from_m[run[ahead - 1]]]] = False
-    word[starts[joins_from_start]] = True
-    word[first_m[joins_from_m]] = True
-    # Runs that reach no A and follow no A: each M is a word, and so is each run of P after
-    # an M, or at the start of a run after whitespace (after an O, those P join its word).
-    loose = np.zeros(len(starts) + 1, dtype=bool)
-    loose[:-1] = (right != 1) & (left != 1)
-    in_loose = clinging & loose[np.where(clinging, run, len(starts))]
-    word |= in_loose & m
-    word |= in_loose & p & (before == 2)
-    word[starts[loose[:-1] & (left == 0) & p[starts]]] = True
-    # An O starts a word unless it continues a run of P and O: after whitespace, an A, an M,
-    # or a P that clings to an A.
-    after_a_run = np.zeros(size, dtype=bool)
-    after_a_run[clinging] = (left == 1)[run[clinging]]
-    word |= o & (np.isin(before, (0, 1, 2)) | ((before == 3) & np.concatenate(([False], after_a_run[:-1]))))
-    # A word runs until the next word starts or whitespace comes.
-    begins = np.flatnonzero(word)
-    stops = np.flatnonzero(word | space)
-    limits = np.append(stops, size)
-    return np.stack([begins, limits[np.searchsorted(stops, begins, side="right")]], axis=1)
+    spans = np.empty((size, 2), dtype=np.int64)
+    words = 0
+    last_space, last_no_space = len(space_table) - 1, len(no_space_table) - 1
+    space = np.empty(size, dtype=np.bool_)
+    no_space = np.empty(size, dtype=np.bool_)
+    saw_no_space = False
+    for i in range(size):
+        space[i] = space_table[min(codes[i], last_space)]
+        no_space[i] = no_space_table[min(codes[i], last_no_space)]
+        saw_no_space |= no_space[i]
+    run_end = 0  # where the clinging run through the characters before it ends
+    i = 0
+    while i < size:
+        if space[i]:
+            i += 1
+            continue
+        # A no-space character with the clinging runs around it (none without no-space characters).
+        if saw_no_space:
+            if i >= run_end:
+                run_end = i
+                while run_end < size and _clings(codes[run_end], space[run_end], alnum_table):
+                    run_end += 1
+            end = run_end
+            if end < size and no_space[end] and not _clings(codes[end], space[end], alnum_table):
+                end += 1
+                while end < size and _clings(codes[end], space[end], alnum_table):
+                    end += 1
+                spans[words, 0], spans[words, 1] = i, end
+                words += 1
+                i = end
+                continue
+        # A run of anything else, up to whitespace or a no-space character.
+        end = i
+        while end < size and not space[end] and not no_space[end]:
+            end += 1
+        # Else, so that no character goes uncounted, a stray mark standing alone.
+        end = max(end, i + 1)
+        spans[words, 0], spans[words, 1] = i, end
+        words += 1
+        i = end
+    return spans[:words].copy(), saw_no_space
+
+
+@njit(cache=True, nogil=True)
+def _clings(code: int, space: bool, alnum_table: np.ndarray) -> bool:
+    """Whether a character is `_CLINGING`: neither a word character (alnum) nor whitespace."""
+    return not space and not alnum_table[code]
+
+
+@functools.cache
+def _alnum_table() -> np.ndarray:
+    """str.isalnum() by code point (a tenth of a second, once per process)."""
+    return np.fromiter((chr(code).isalnum() for code in range(0x110000)), dtype=np.bool_, count=0x110000)
 
 
 def code_points(text: str) -> np.ndarray:
@@ -194,22 +188,6 @@ class JoinedLines:
         self.lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
         strides = self.lengths + len(separator)
         self.starts = np.cumsum(strides) - strides
-
-
-def no_space_characters(codes: np.ndarray) -> np.ndarray:
-    """Return where `code_points(text)` has a character of a script written without spaces."""
-    return _NO_SPACE_TABLE[np.minimum(codes, len(_NO_SPACE_TABLE) - 1)]
-
-
-def whitespace_word_spans(text: str, codes: np.ndarray | None = None) -> np.ndarray:
-    """Return the (n, 2) [start, end) spans of `text`'s whitespace words, scanned in numpy."""
-    # The whitespace rule alone, vectorised for batches of lines that word_spans would
-    # walk word by word in Python; callers apply the per-character rule where it is due.
-    codes = code_points(text) if codes is None else codes
-    # Padded with a space on both sides, edges alternate: word start, word end, ...
-    space = np.ones(len(codes) + 2, dtype=bool)
-    space[1:-1] = _SPACE_TABLE[np.minimum(codes, len(_SPACE_TABLE) - 1)]
-    return np.flatnonzero(space[1:] != space[:-1]).reshape(-1, 2)
 
 
 def count_words(text: str) -> int:

@@ -85,24 +85,30 @@ def test_sentencepiece_engine_matches_its_tokenizer_json(algorithm, monkeypatch)
     result = train_sentencepiece(spec, lines())
     files = {"tokenizer.model": result.model, "tokenizer.json": result.tokenizer_json.encode(), "manifest.json": b"{}"}
     engine, fast = version_encoders("spm", files, {})
-    assert isinstance(engine, SentencePieceEncoder) and fast is None
+    assert isinstance(engine, SentencePieceEncoder) and engine.engine == "sentencepiece"
+    # BPE is also encoded a word at a time (tokenmill.word_cache); Unigram is not.
+    assert (fast is not None) == (algorithm == "bpe")
     reference = TokenizersEncoder("spm", Tokenizer.from_str(result.tokenizer_json))
     held_out = lines(60, offset=500) + ["tabs\tand  spaces ", "  leading", "emoji 👋🏽 and 東京", "ascii only"]
-    assert engine.encode(held_out) == reference.encode(held_out)
-    ours_batch, theirs_batch = engine.encode_batch(held_out), reference.encode_batch(held_out)
-    # Byte-fallback pieces: tokenizers gives a whole run of unknown characters to each of its
-    # bytes, we give each byte its own character; every other span is the same.
-    plain = ~np.isin(ours_batch.flat, list(engine.byte_fallback_ids))
-    assert (ours_batch.spans[plain] == theirs_batch.spans[plain]).all()
-    ours, theirs = measure(engine, held_out), measure(reference, held_out)
-    import tokenmill.evaluation as evaluation
+    theirs = measure(reference, held_out)
+    assert theirs.pop("engine") == "tokenizers"
+    for encoder in [engine] + [fast] * (fast is not None):
+        assert encoder.encode(held_out) == reference.encode(held_out)
+        ours_batch, theirs_batch = encoder.encode_batch(held_out), reference.encode_batch(held_out)
+        # Byte-fallback pieces: tokenizers gives a whole run of unknown characters to each of its
+        # bytes, we give each byte its own character; every other span is the same.
+        plain = ~np.isin(ours_batch.flat, list(encoder.byte_fallback_ids))
+        assert (ours_batch.spans[plain] == theirs_batch.spans[plain]).all()
+        ours = measure(encoder, held_out)
+        import tokenmill.evaluation as evaluation
 
-    monkeypatch.setattr(evaluation, "SHARD_PROCESSES", 2)
-    monkeypatch.setattr(evaluation, "SHARD_AFTER", 1)
-    monkeypatch.setattr(evaluation, "BATCH_LINES", 16)
-    assert measure(engine, held_out) == ours  # in two worker processes, the same numbers
-    assert ours.pop("engine") == "sentencepiece" and theirs.pop("engine") == "tokenizers"
-    assert ours == pytest.approx(theirs)
+        with monkeypatch.context() as patch:
+            patch.setattr(evaluation, "SHARD_PROCESSES", 2)
+            patch.setattr(evaluation, "SHARD_AFTER", 1)
+            patch.setattr(evaluation, "BATCH_LINES", 16)
+            assert measure(encoder, held_out) == ours  # in two worker processes, the same numbers
+        assert ours.pop("engine") == encoder.engine
+        assert ours == pytest.approx(theirs)
 
 
 def test_sentencepiece_without_byte_fallback_is_measured_through_tokenizer_json():

@@ -154,8 +154,12 @@ def test_continued_words_on_arrays():
     # Word 0: one token over it and word 1 ([2, 5) spans both). Word 1: [2, 5) and [5, 7).
     # Word 2: a token ending exactly at its start does not overlap it; [8, 11) is alone.
     tokens = np.array([[0, 2], [2, 5], [5, 8], [8, 11]])
-    assert continued_words(words, tokens) == 2
-    assert continued_words(words, np.zeros((0, 2), dtype=np.int64)) == 0
+    line = (np.array([4]), np.array([0]), np.array([11]))  # tokens, start and length of the one line
+    assert continued_words(words, tokens, *line) == 2
+    assert continued_words(words, np.zeros((0, 2), dtype=np.int64), np.array([0]), *line[1:]) == 0
+    # Spans are clipped to their line, and shifted by where it starts.
+    two_lines = (np.array([2, 2]), np.array([0, 4]), np.array([3, 7]))
+    assert continued_words(words, np.array([[0, 2], [2, 9], [0, 2], [2, 3]]), *two_lines) == 2
 
 
 def chunk_tokenize(line: str) -> tuple[list[int], list[tuple[int, int]]]:

@@ -1,5 +1,7 @@
 """Word counting across scripts: whitespace words, and one word per no-space character."""
 
+import re
+
 import numpy as np
 import regex
 
@@ -10,10 +12,11 @@ from tokenmill.words import (
     WHITESPACE,
     contains_no_space_script,
     count_words,
-    whitespace_word_spans,
+    scan_words,
     word_rule,
     word_spans,
 )
+from tokenmill.words import code_points
 
 
 def words_of(text: str) -> list[str]:
@@ -89,9 +92,12 @@ def test_count_words_agrees_with_word_spans():
         assert count_words(text) == len(word_spans(text))
 
 
-def test_vectorised_whitespace_spans_match_word_spans():
-    for text in ["", " ", "a", " The  boy\u3000plays\x1c \u2028in the garden. ", "x\U0001f600y z"]:
-        assert whitespace_word_spans(text).tolist() == [list(s) for s in word_spans(text)]
+def test_text_without_no_space_characters_is_split_at_whitespace():
+    for text in ["", " ", "a", " The  boy\u3000plays\x1c \u2028in the garden. ", "x\U0001f600y z", "_(a)_ é\u0301"]:
+        spans, saw_no_space = scan_words(code_points(text))
+        assert spans.tolist() == [[m.start(), m.end()] for m in re.finditer(r"\S+", text)]
+        assert not saw_no_space
+    assert scan_words(code_points("a 東"))[1]
 
 
 def test_range_table_matches_unicode_script_properties():
@@ -117,10 +123,10 @@ def test_range_table_matches_unicode_script_properties():
     assert all(a[1] < b[0] for a, b in zip(NO_SPACE_RANGES, NO_SPACE_RANGES[1:]))
 
 
-def test_numpy_word_rule_equals_the_regex_scan_on_random_text():
+def test_compiled_scan_equals_the_regex_scan_on_random_text():
     import random
 
-    from tokenmill.words import _WORD, code_points, text_word_spans
+    from tokenmill.words import _WORD
 
     # One or two of each class: no-space letters (A), no-space marks (M), clinging (P),
     # other (O) and whitespace, including the underscore and marks of other scripts.
@@ -129,14 +135,14 @@ def test_numpy_word_rule_equals_the_regex_scan_on_random_text():
     for _ in range(3000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
         expected = [match.span() for match in _WORD.finditer(text)]
-        assert text_word_spans(code_points(text)).tolist() == [list(span) for span in expected], repr(text)
+        assert scan_words(code_points(text))[0].tolist() == [list(span) for span in expected], repr(text)
 
 
-def test_numpy_word_rule_equals_the_regex_scan_on_real_text():
+def test_compiled_scan_equals_the_regex_scan_on_real_text():
     from tests.services import CORPORA
-    from tokenmill.words import _WORD, code_points, text_word_spans
+    from tokenmill.words import _WORD
 
     for name in ("jpn_Jpan", "tha_Thai", "zho_Hans", "khm_Khmr", "mya_Mymr", "bod_Tibt", "lao_Laoo", "eng_Latn"):
         text = (CORPORA / "parallel_flores200_dev" / f"{name}.txt").read_text()[:20000]
         expected = [match.span() for match in _WORD.finditer(text)]
-        assert text_word_spans(code_points(text)).tolist() == [list(span) for span in expected], name
+        assert scan_words(code_points(text))[0].tolist() == [list(span) for span in expected], name

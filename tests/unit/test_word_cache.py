@@ -1,0 +1,89 @@
+"""sentencepiece BPE a word at a time: the same ids as sentencepiece line by line, on real and
+adversarial text, through growth, restarts and a model that breaks the rule."""
+
+import random
+
+import numpy as np
+import pytest
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+from tests.combinations import TORTURE
+from tests.text import flores_lines
+from tokenmill import word_cache
+from tokenmill.encoders import SentencePieceEncoder
+from tokenmill.sentencepiece_training import train_sentencepiece
+from tokenmill.spec import resolve_spec
+
+ODD_LINES = TORTURE + [
+    "", " ", "  ", "a", " a", "a ", "a  b", "   three   spaces   ", "\u2581literal\u2581meta\u2581 symbol ▁ ▁▁",
+    "<s> </s> <unk> <0x41> text that looks like control pieces", "x" * 3000, "東京" * 500, "\t", "a\u00a0b c\u3000d",
+]
+LANGUAGES = ("eng_Latn", "spa_Latn", "deu_Latn", "rus_Cyrl", "arb_Arab", "hin_Deva", "zho_Hans", "jpn_Jpan", "tha_Thai")
+
+
+def model(algorithm: str) -> bytes:
+    spec = resolve_spec({"library": "sentencepiece", "algorithm": algorithm, "vocab_size": 3000, "byte_fallback": True})
+    return train_sentencepiece(spec, flores_lines(400, languages=LANGUAGES)).model
+
+
+@pytest.fixture(scope="module")
+def bpe() -> bytes:
+    return model("bpe")
+
+
+def encoders(model_bytes: bytes) -> tuple[SentencePieceEncoder, SentencePieceEncoder]:
+    return (SentencePieceEncoder("direct", model_bytes, threads=1),
+            SentencePieceEncoder("words", model_bytes, threads=1, cache_words=True))
+
+
+def test_bpe_a_word_at_a_time_gives_sentencepiece_ids(bpe):
+    direct, cached = encoders(bpe)
+    assert word_cache.applies(bpe) and cached.engine == "sentencepiece+word cache"
+    held_out = flores_lines(300, offset=500, languages=LANGUAGES)
+    for batch in [held_out[i:i + 256] for i in range(0, len(held_out), 256)] + [ODD_LINES, ODD_LINES]:
+        assert cached.encode(batch) == direct.encode(batch)
+        flat, counts = cached._ids(batch)
+        assert flat.tolist() == [token for ids in direct.encode(batch) for token in ids]
+        assert counts.tolist() == [len(ids) for ids in direct.encode(batch)]
+    # Seen words are looked up, not encoded again.
+    words = len(cached.words)
+    assert cached.encode(held_out[:100]) == direct.encode(held_out[:100]) and len(cached.words) == words
+    cached.begin()  # a new measurement starts with the empty word only
+    assert len(cached.words) == 1
+    assert cached.encode(ODD_LINES) == direct.encode(ODD_LINES)
+
+
+def test_the_cache_grows_and_starts_over_when_full(bpe, monkeypatch):
+    direct, cached = encoders(bpe)
+    rng = random.Random(3)
+    alphabet = "abcdefghijklmnopqrstuvwxyzäöüñ東京ж"
+    words = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 9))) for _ in range(50000)]
+    lines = [" ".join(words[i:i + 10]) + " " * rng.randint(0, 2) for i in range(0, len(words), 10)]
+    assert cached.encode(lines) == direct.encode(lines)
+    assert len(cached.words) > 1 << 15  # past the first table size: rows were rehashed
+    assert cached.encode(lines[::-1]) == direct.encode(lines[::-1])
+    monkeypatch.setattr(word_cache, "MAX_WORDS", 5000)
+    for start in range(0, 5000, 1000):
+        batch = lines[start:start + 500]
+        assert cached.encode(batch) == direct.encode(batch)
+        assert len(cached.words) <= 5000
+
+
+def test_pieces_that_run_over_a_word_end_refuse_the_batch(bpe):
+    direct, _ = encoders(bpe)
+    piece_bytes = np.array([len(direct.processor.id_to_piece(i).encode()) for i in range(direct.vocab_size)])
+    a_b, space = direct.processor.piece_to_id("▁a"), direct.processor.piece_to_id("▁")
+    # An encoder that gives "▁a" for "▁a▁b": short of the second word, as a model breaking the rule would.
+    cache = word_cache.WordCache(lambda lines: [[space, space] if line == " " else [a_b] for line in lines], piece_bytes)
+    assert cache.encode(["a b"]) is None and len(cache) == 1
+    assert cache.encode([" "]) is not None  # the empty word is known from the start
+
+
+def test_only_bpe_that_normalizes_nothing_applies(bpe):
+    assert not word_cache.applies(model("unigram"))  # float32 path sums: ties depend on the line
+    proto = model_pb2.ModelProto.FromString(bpe)
+    proto.pieces.add(piece="a\u2581b", score=0.0, type=model_pb2.ModelProto.SentencePiece.USER_DEFINED)
+    assert not word_cache.applies(proto.SerializeToString())
+    proto = model_pb2.ModelProto.FromString(bpe)
+    proto.normalizer_spec.name = "nmt_nfkc"
+    assert not word_cache.applies(proto.SerializeToString())

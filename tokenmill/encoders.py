@@ -260,7 +260,7 @@ class SentencePieceEncoder(Encoder):
         if self.words is None:
             return self._direct(lines)
         flat, counts = self._ids(lines)
-        return [part.tolist() for part in np.split(flat, np.cumsum(counts)[:-1])]
+        return [part.tolist() for part in np.split(flat, np.cumsum(counts)[:-1])] if len(lines) else []
 
     def _ids(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         encoded = None if self.words is None else self.words.encode(lines)

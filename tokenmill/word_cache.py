@@ -25,7 +25,7 @@ batch is refused (`encode` gives None) and the cache starts over.
 Deliberately not handled: models that normalize, or with a piece holding "▁" after its
 start (a user-defined symbol with a space), which `applies` refuses. The cache lives for one
 measurement (`clear`), so no corpus is measured faster for coming after another, and holds
-at most `MAX_WORDS` words or `MAX_KEY_BYTES` bytes before it starts over.
+at most `MAX_WORDS` words or `MAX_KEY_BYTES` bytes (plus one batch's) before it starts over.
 """
 
 from collections.abc import Callable, Sequence
@@ -91,9 +91,15 @@ class WordCache:
         self._reserve(len(starts), len(data) + len(starts))
         row_of, pending, self._words, self._key_bytes = _look_up(data, starts, ends, self._rows, self._keys,
                                                                  self._words, self._key_bytes)
-        if len(pending) and not self._store(pending):
-            self.clear()
-            return None
+        if len(pending):
+            try:
+                stored = self._store(pending)
+            except BaseException:
+                self.clear()  # the new words are in the table without their ids
+                raise
+            if not stored:
+                self.clear()
+                return None
         return _assemble(row_of, line_words, self._rows, self._ids)
 
     def _reserve(self, words: int, key_bytes: int) -> None:

@@ -79,6 +79,14 @@ def test_pieces_that_run_over_a_word_end_refuse_the_batch(bpe):
     assert cache.encode([" "]) is not None  # the empty word is known from the start
 
 
+def test_no_lines_and_a_failing_encode_leave_nothing_behind(bpe):
+    direct, cached = encoders(bpe)
+    assert cached.encode([]) == direct.encode([]) == []
+    with pytest.raises(TypeError):  # sentencepiece refuses a lone surrogate (JSON can carry one)
+        cached.encode(["hello \ud800"])
+    assert cached.encode(["hello"]) == direct.encode(["hello"])  # "hello" was not kept without its ids
+
+
 def test_only_bpe_that_normalizes_nothing_applies(bpe):
     assert not word_cache.applies(model("unigram"))  # float32 path sums: ties depend on the line
     proto = model_pb2.ModelProto.FromString(bpe)

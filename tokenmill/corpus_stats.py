@@ -6,13 +6,14 @@ corpus row shows `statistics: null` until it is done.
 """
 
 import uuid
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import or_, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora import corpus_documents
-from tokenmill.db import transaction
+from tokenmill.db import transaction, utcnow
 from tokenmill.models import Corpus
 from tokenmill.statistics import CorpusStatistics
 from tokenmill.store import ObjectStore
@@ -26,13 +27,29 @@ def corpus_statistics(store: ObjectStore, corpus: Corpus) -> dict[str, Any]:
     return {**statistics.result(), "zipf_points": statistics.zipf_points(), "heaps_points": statistics.heaps_points()}
 
 
-def record_statistics(factory: sessionmaker[Session], store: ObjectStore, corpus_id: uuid.UUID) -> bool:
-    """Compute and store a corpus's statistics; False if it is gone or already has them."""
-    with factory() as session:
-        corpus = session.get(Corpus, corpus_id)
-    if corpus is None or corpus.statistics is not None:
+def record_statistics(factory: sessionmaker[Session], store: ObjectStore, corpus_id: uuid.UUID,
+                      stale_after: int) -> bool:
+    """Compute and store a corpus's statistics; False if it is gone, already has them, or another
+    worker claimed them less than `stale_after` seconds ago (longer than a task may run). A
+    failure gives the claim back, for the sweeper to send the task again."""
+    now = utcnow()
+    with transaction(factory) as session:
+        claimed = session.execute(
+            update(Corpus).where(Corpus.id == corpus_id, Corpus.statistics.is_(None),
+                                 or_(Corpus.statistics_claimed_at.is_(None),
+                                     Corpus.statistics_claimed_at < now - timedelta(seconds=stale_after)))
+            .values(statistics_claimed_at=now)
+        ).rowcount
+    if not claimed:
         return False
-    result = corpus_statistics(store, corpus)
+    try:
+        with factory() as session:
+            corpus = session.get_one(Corpus, corpus_id)
+        result = corpus_statistics(store, corpus)
+    except BaseException:
+        with transaction(factory) as session:
+            session.execute(update(Corpus).where(Corpus.id == corpus_id).values(statistics_claimed_at=None))
+        raise
     with transaction(factory) as session:
         session.execute(update(Corpus).where(Corpus.id == corpus_id).values(statistics=result))
     return True

@@ -64,7 +64,7 @@ def first_start(home: Path) -> str:
                 with (DEMO / filename).open("rb") as handle:
                     demo.append(ingest_corpus(session, store, team, fields, read_into(handle), settings.max_upload_bytes))
     for corpus in demo:  # small: computed here rather than queued
-        record_statistics(factory, store, corpus.id)
+        record_statistics(factory, store, corpus.id, settings.sweep_running_after)
     return key_file.read_text().strip()
 
 

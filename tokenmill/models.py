@@ -61,6 +61,8 @@ class Corpus(Base):
     words: Mapped[int] = mapped_column(BigInteger)
     characters: Mapped[int] = mapped_column(BigInteger)
     statistics: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    # When a worker began computing the statistics: its claim, so that no other starts them too.
+    statistics_claimed_at: Mapped[datetime | None] = mapped_column(Timestamp)
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
 
 

@@ -1,8 +1,9 @@
 """The periodic sweeper: re-sends work lost between commit and send, fails work whose worker died.
 
 It covers training jobs, evaluation runs and corpus statistics. "Lost" means still queued
-(or, for statistics, still missing) after `queued_after` seconds; "dead" means running
-with no progress report for `running_after` seconds, longer than the hard time limit.
+(or, for statistics, still missing and claimed by no worker) after `queued_after` seconds;
+"dead" means running with no progress report (for statistics: claimed) for `running_after`
+seconds, longer than the hard time limit.
 """
 
 import uuid
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
@@ -53,7 +54,11 @@ def sweep(factory: sessionmaker[Session], send: Senders, queued_after: int, runn
         jobs = _requeue_stale(session, TrainingJob, lost, now)
         runs = _requeue_stale(session, EvaluationRun, lost, now)
         failed = _fail_dead(session, TrainingJob, dead, now, stage="failed") + _fail_dead(session, EvaluationRun, dead, now)
-        corpora = list(session.scalars(select(Corpus.id).where(Corpus.statistics.is_(None), Corpus.created_at < lost)))
+        # Statistics still missing, and no worker on them (none claimed them, or its claim is older
+        # than any task may run).
+        corpora = list(session.scalars(select(Corpus.id).where(
+            Corpus.statistics.is_(None), Corpus.created_at < lost,
+            or_(Corpus.statistics_claimed_at.is_(None), Corpus.statistics_claimed_at < dead))))
     for job_id in jobs:
         send.train(job_id)
     for run_id in runs:

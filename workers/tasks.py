@@ -57,7 +57,7 @@ def evaluate(run_id: str) -> str:
 @app.task(name="tokenmill.corpus_statistics", ignore_result=True)
 def corpus_statistics(corpus_id: str) -> bool:
     factory, store = resources()
-    return record_statistics(factory, store, uuid.UUID(corpus_id))
+    return record_statistics(factory, store, uuid.UUID(corpus_id), get_settings().sweep_running_after)
 
 
 @app.task(name="tokenmill.sweep", ignore_result=True)

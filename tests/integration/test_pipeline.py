@@ -93,8 +93,8 @@ def test_corpus_statistics_are_recorded_once(sessionmaker, store, team_and_corpu
     from tokenmill.models import Corpus
 
     _, corpus = team_and_corpus
-    assert record_statistics(sessionmaker, store, corpus.id) is True
-    assert record_statistics(sessionmaker, store, corpus.id) is False
+    assert record_statistics(sessionmaker, store, corpus.id, stale_after=600) is True
+    assert record_statistics(sessionmaker, store, corpus.id, stale_after=600) is False
     with sessionmaker() as session:
         statistics = session.get_one(Corpus, corpus.id).statistics
     # 300 lines "line {i} of some training text, words and more words": 10 words each, the numbers unique.
@@ -102,6 +102,44 @@ def test_corpus_statistics_are_recorded_once(sessionmaker, store, team_and_corpu
     assert statistics["hapax_share"] == pytest.approx(300 / 308)
     assert statistics["oov_rate"] == pytest.approx(30 / 300)
     assert len(statistics["zipf_points"]) > 2 and len(statistics["heaps_points"]) > 2
+
+
+def test_statistics_have_one_worker_at_a_time_and_the_sweeper_waits_for_it(sessionmaker, store, team_and_corpus):
+    from tokenmill.corpus_stats import record_statistics
+    from tokenmill.models import Corpus
+
+    _, corpus = team_and_corpus
+
+    def set_corpus(**values) -> None:
+        with transaction(sessionmaker) as session:
+            session.execute(update(Corpus).where(Corpus.id == corpus.id).values(**values))
+
+    def swept() -> list[uuid.UUID]:
+        sent: list[uuid.UUID] = []
+        sweep(sessionmaker, Senders(lambda _: None, lambda _: None, sent.append), queued_after=600, running_after=3600)
+        return sent
+
+    hour_ago = utcnow() - timedelta(hours=1)
+    set_corpus(created_at=utcnow() - timedelta(hours=2))  # uploaded two hours ago, statistics never begun
+    assert corpus.id in swept()  # lost: nobody is on it
+    set_corpus(statistics_claimed_at=utcnow() - timedelta(minutes=30))  # a worker began half an hour ago
+    assert corpus.id not in swept()
+    assert record_statistics(sessionmaker, store, corpus.id, stale_after=3600) is False  # a second worker leaves it
+    set_corpus(statistics_claimed_at=hour_ago - timedelta(minutes=1))  # that worker died
+    assert corpus.id in swept()
+
+    # A failing computation gives its claim back, for the sweeper to send the task again.
+    class Broken:
+        def __getattr__(self, name):
+            raise ConnectionError("the store is away")
+
+    with pytest.raises(ConnectionError):
+        record_statistics(sessionmaker, Broken(), corpus.id, stale_after=3600)
+    with sessionmaker() as session:
+        assert session.get_one(Corpus, corpus.id).statistics_claimed_at is None
+    assert corpus.id in swept()
+    assert record_statistics(sessionmaker, store, corpus.id, stale_after=3600) is True
+    assert corpus.id not in swept()
 
 
 class FlakyStore:

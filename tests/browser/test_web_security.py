@@ -1,12 +1,12 @@
 """Dashboard sessions, CSRF and the no-script upload, over plain HTTP against the real stack."""
 
 import re
-import time
 
 import httpx
 import pytest
 from itsdangerous import URLSafeTimedSerializer
 
+from tests.waiting import until
 from tokenmill.db import transaction
 from tokenmill.teams import hash_key, revoke_key
 
@@ -87,8 +87,5 @@ def test_upload_without_script_redirects_and_queues_the_statistics(signed_in):
                            files={"file": ("plain.txt", lines.encode())})
     assert response.status_code == 303
     corpus_page = response.headers["location"]
-    deadline = time.monotonic() + 60
-    while 'data-stat="distinct_words"' not in (page := client.get(corpus_page).text):
-        assert time.monotonic() < deadline, "statistics were never computed"
-        time.sleep(0.5)
+    page = until(lambda: client.get(corpus_page).text, lambda page: 'data-stat="distinct_words"' in page, 60)
     assert 'id="zipf"' in page and 'id="heaps"' in page

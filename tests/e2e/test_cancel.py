@@ -1,9 +1,8 @@
 """Cancelling a running job: it ends cancelled, and no version appears."""
 
-import time
-
 from tests.e2e.test_walking_skeleton import multilingual_corpus, submit, wait_for_job
 from tests.stack import unique
+from tests.waiting import until
 
 
 def test_cancel_while_running_leaves_no_version(http):
@@ -12,10 +11,7 @@ def test_cancel_while_running_leaves_no_version(http):
     name = unique("cancel")
     job = http.post("/v1/jobs", json={"tokenizer": name, "spec": {"algorithm": "unigram", "vocab_size": 5000},
                                       "train_corpora": [corpus["id"]], "eval_corpora": [corpus["id"]]}).json()
-    deadline = time.monotonic() + 60
-    while http.get(f"/v1/jobs/{job['id']}").json()["status"] == "queued":
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    until(lambda: http.get(f"/v1/jobs/{job['id']}").json(), lambda job: job["status"] != "queued", 60, every=0.2)
     cancelled = http.post(f"/v1/jobs/{job['id']}/cancel").json()
     assert cancelled["status"] == "cancelled"
     # The worker runs one job at a time: once a later job is done, the cancelled one has ended too.

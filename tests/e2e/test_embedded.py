@@ -4,11 +4,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import httpx
 
 from tests.services import free_port, wait_for
+from tests.waiting import finished
 
 
 def test_embedded_mode_serves_seeds_and_trains(tmp_path):
@@ -27,10 +27,7 @@ def test_embedded_mode_serves_seeds_and_trains(tmp_path):
         assert all(c["statistics"]["distinct_words"] > 1000 for c in corpora)
         job = http.post("/v1/jobs", json={"tokenizer": "demo", "spec": {"vocab_size": 600},
                                           "train_corpora": [corpora[0]["id"]]}).json()
-        deadline = time.monotonic() + 120
-        while (job := http.get(f"/v1/jobs/{job['id']}").json())["status"] in ("queued", "running"):
-            assert time.monotonic() < deadline, job
-            time.sleep(0.5)
+        job = finished(http, f"/v1/jobs/{job['id']}", timeout=120)
         assert job["status"] == "succeeded", job["error"]
         assert http.get("/v1/tokenizers/demo/versions/1/files/tokenizer.json").status_code == 200
         english = next(c for c in corpora if c["language"] == "eng_Latn")

@@ -1,6 +1,5 @@
 """Evaluations through the HTTP API and the worker: after training, on request, in the dashboard."""
 
-import time
 
 import pytest
 from tokenizers import Tokenizer
@@ -8,6 +7,7 @@ from tokenizers import Tokenizer
 from tests.stack import unique
 from tests.e2e.test_walking_skeleton import wait_for_job
 from tests.services import CORPORA
+from tests.waiting import finished
 from tokenmill.references import load_reference
 
 
@@ -18,11 +18,7 @@ def upload_head(http, path, n, **fields):
 
 
 def wait_for_run(http, run_id, timeout=120):
-    deadline = time.monotonic() + timeout
-    while (run := http.get(f"/v1/evaluations/{run_id}").json())["status"] in ("queued", "running"):
-        assert time.monotonic() < deadline
-        time.sleep(0.5)
-    return run
+    return finished(http, f"/v1/evaluations/{run_id}", timeout)
 
 
 def test_evaluations_dashboard_and_playground(http, tmp_path):

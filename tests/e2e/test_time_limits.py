@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
@@ -12,6 +11,7 @@ from sqlalchemy import select
 from service.queue import Queue
 from tests.services import CORPORA
 from tests.stack import process_env
+from tests.waiting import UNFINISHED, until
 from tokenmill.db import transaction
 from tokenmill.ingest import CorpusFields, ingest_corpus
 from tokenmill.jobs import submit_job
@@ -48,14 +48,11 @@ def test_slow_training_is_failed_with_the_time_limit(sessionmaker, store, impati
                             [str(corpus.id)], [str(corpus.id)])
     queue = Queue(impatient_worker)
     queue.send_training(job.id)
-    deadline = time.monotonic() + 90
-    while True:
+    def read_row() -> TrainingJob:
         with sessionmaker() as session:
-            row = session.get_one(TrainingJob, job.id)
-        if row.status not in ("queued", "running"):
-            break
-        assert time.monotonic() < deadline, f"job still {row.status} ({row.stage})"
-        time.sleep(0.5)
+            return session.get_one(TrainingJob, job.id)
+
+    row = until(read_row, lambda row: row.status not in UNFINISHED, 90)
     queue.close()
     assert (row.status, row.error) == ("failed", TIME_LIMIT)
     with sessionmaker() as session:

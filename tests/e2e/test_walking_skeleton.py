@@ -2,7 +2,6 @@
 
 import io
 import tarfile
-import time
 
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer
@@ -10,6 +9,7 @@ from transformers import AutoTokenizer
 from tests.combinations import TORTURE
 from tests.stack import unique
 from tests.services import CORPORA
+from tests.waiting import finished
 
 LANGUAGES = ["eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva", "rus_Cyrl", "jpn_Jpan", "spa_Latn"]
 
@@ -23,13 +23,7 @@ def multilingual_corpus(lines_per_language: int = 400) -> bytes:
 
 
 def wait_for_job(http, job_id: str, timeout: float = 300) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        job = http.get(f"/v1/jobs/{job_id}").json()
-        if job["status"] in ("succeeded", "failed", "cancelled"):
-            return job
-        assert time.monotonic() < deadline, f"job still {job['status']} at {job['stage']}"
-        time.sleep(0.5)
+    return finished(http, f"/v1/jobs/{job_id}", timeout)
 
 
 def submit(http, name: str, corpus_id: str, key: str | None = None, vocab_size: int = 8000):

@@ -122,7 +122,20 @@ def document_of(line: str, line_number: int, fmt: str, text_field: str | None) -
     value = record.get(field) if isinstance(record, dict) else None
     if not isinstance(value, str):
         raise InvalidCorpus(f"line {line_number} has no string field {field!r}", field="text_field")
+    if "\\u" in line and not _is_unicode(value):
+        # A JSON escape of half a surrogate pair (\ud800) is valid JSON but not text: no
+        # tokenizer library can take it.
+        raise InvalidCorpus(f"line {line_number}: field {field!r} holds an unpaired surrogate escape (\\uD800-\\uDFFF)",
+                            field="file")
     return value or None
+
+
+def _is_unicode(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def corpus_documents(store: ObjectStore, corpus: "Corpus") -> Iterator[str]:

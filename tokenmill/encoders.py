@@ -26,7 +26,7 @@ from tokenizers import Tokenizer
 
 from tokenmill.references import load_reference
 from tokenmill.spelling import NO_BYTES, Spelling, WordPieceSpelling, byte_length_spans, utf8_widths
-from tokenmill.word_cache import WordCache, applies as word_cache_applies
+from tokenmill.word_cache import applies as word_cache_applies, word_cache
 from tokenmill.words import code_points
 from tokenmill.tiktoken_format import encoding as tiktoken_encoding, parse_rank_file
 
@@ -95,15 +95,25 @@ class Encoder:
 
 def _merged(spelled_batch: EncodedBatch, spelled: np.ndarray, exact: EncodedBatch) -> EncodedBatch:
     """The batch with the tokens of the lines not spelled taken from their exact encoding."""
-    counts = spelled_batch.counts.copy()
-    counts[~spelled] = exact.counts
-    keep = spelled[np.repeat(np.arange(len(spelled)), spelled_batch.counts)]
-    mine = spelled[np.repeat(np.arange(len(spelled)), counts)]
-    flat = np.empty(int(counts.sum()), dtype=np.int64)
-    spans = np.empty((len(flat), 2), dtype=np.int64)
-    flat[mine], spans[mine] = spelled_batch.flat[keep], spelled_batch.spans[keep]
-    flat[~mine], spans[~mine] = exact.flat, exact.spans
+    counts, (flat, spans) = _spliced(spelled_batch.counts, ~spelled, exact.counts,
+                                     (spelled_batch.flat, exact.flat), (spelled_batch.spans, exact.spans))
     return EncodedBatch(flat, spans, counts, spelled_batch.roundtrips + exact.roundtrips)
+
+
+def _spliced(counts: np.ndarray, replaced: np.ndarray, other_counts: np.ndarray,
+             *values: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Per-token values of lines end to end (`counts` per line), with the `replaced` lines' taken
+    from the other values instead (`other_counts` per replaced line): the new counts and values."""
+    spliced_counts = counts.copy()
+    spliced_counts[replaced] = other_counts
+    keep = ~np.repeat(replaced, counts)
+    mine = ~np.repeat(replaced, spliced_counts)
+    spliced = []
+    for own, other in values:
+        out = np.empty((int(spliced_counts.sum()), *own.shape[1:]), dtype=own.dtype)
+        out[mine], out[~mine] = own[keep], other
+        spliced.append(out)
+    return spliced_counts, spliced
 
 
 def _flat(ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -246,7 +256,7 @@ class SentencePieceEncoder(Encoder):
         if cache_words:
             piece_bytes = np.array([1 if i in byte_ids else NO_BYTES if piece is None else len(piece) + 2 * piece.count(b" ")
                                     for i, piece in enumerate(pieces)], dtype=np.int64)  # "▁" is three bytes
-            self.words = WordCache(self._direct, piece_bytes)
+            self.words = word_cache(model, self._direct, piece_bytes)
 
     @staticmethod
     def exact_spans(model: bytes) -> bool:
@@ -264,9 +274,18 @@ class SentencePieceEncoder(Encoder):
 
     def _ids(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         encoded = None if self.words is None else self.words.encode(lines)
-        return _flat(self._direct(lines)) if encoded is None else encoded
+        if encoded is None:
+            return _flat(self._direct(lines))
+        flat, counts, unsure = encoded
+        if not unsure.any():
+            return flat, counts
+        direct_flat, direct_counts = _flat(self._direct([lines[i] for i in np.flatnonzero(unsure)]))
+        counts, (flat,) = _spliced(counts, unsure, direct_counts, (flat, direct_flat))
+        return flat, counts
 
     def _direct(self, lines: Sequence[str]) -> list[list[int]]:
+        if len(lines) < 16:  # a few lines (the word cache's unsure ones): no thread pool to start
+            return [self.processor.encode(line) for line in lines]
         return self.processor.encode(list(lines), num_threads=self.threads)
 
     def begin(self) -> None:

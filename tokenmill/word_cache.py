@@ -1,26 +1,27 @@
-"""sentencepiece BPE's ids for each distinct word, so that a corpus is encoded a word at a time.
+"""sentencepiece's ids for each distinct word, so that a corpus is encoded a word at a time.
 
 A sentencepiece model that normalizes nothing (identity rule) reads a line as "▁" + the
 line with each space turned into "▁", and no piece of it holds a "▁" but at its start. So
 every "▁" starts a piece, and the pieces of a line are those of its words one after the
-other (a word here is "▁" + the text up to the next space: `line.split(" ")`). BPE merges
-the pair of highest score first, leftmost among equals, and no merge crosses a word, so a
-word's pieces do not depend on its neighbours. Each distinct word is encoded by
-sentencepiece once and its ids are looked up after that, in compiled code that hands back
-the batch's ids as arrays, with no Python list per line. Most words of a corpus repeat, so
-this is faster than encoding every line, and it gives the same ids
-(`tokenmill.encoders.proven_encoder` shows it on each corpus before use; tests hold it on
-many texts).
+other (a word here is "▁" + the text up to the next space: `line.split(" ")`). Each
+distinct word is segmented once and its ids are looked up after that, in compiled code that
+hands back the batch's ids as arrays, with no Python list per line. Most words of a corpus
+repeat, so this is faster than encoding every line, and it gives sentencepiece's ids
+(`tokenmill.encoders.proven_encoder` also shows it on each corpus before use; tests hold it
+on many texts):
 
-Not Unigram: its best path is summed in float32 along the whole line, so where two
-segmentations of a word score within rounding of each other, sentencepiece's choice depends
-on the score of the line before the word ("cruel": "▁c ru el" or "▁c r uel", 0.00056 apart).
-A word-at-a-time Unigram differs from sentencepiece on about 3 lines in 10,000 (token counts
-equal); Tokenmill measures what sentencepiece gives, so Unigram versions are encoded line by line.
-
-New words are encoded together, as lines of words, and each word's ids are found where the
-pieces' lengths reach its end; where they do not (a model that breaks the rule above), the
-batch is refused (`encode` gives None) and the cache starts over.
+- BPE (`BpeWords`) merges the pair of highest score first, leftmost among equals, and no
+  merge crosses a word, so a word's pieces do not depend on its neighbours. New words are
+  encoded by sentencepiece together, as lines of words, and each word's ids are found where
+  the pieces' lengths reach its end; where they do not (a model that breaks the rule
+  above), the batch is refused (`encode` gives None) and the cache starts over.
+- Unigram (`UnigramWords`) sums a path's scores in float32 along the whole line, so where
+  two segmentations of a word score within rounding of each other, sentencepiece's choice
+  depends on the score of the line before the word ("cruel": "▁c ru el" or "▁c r uel",
+  0.00056 apart, in one 32k model). New words are segmented here (`tokenmill.unigram`), with
+  the margin of their best path over the second; a line is taken from the cache only where
+  every word's margin is beyond what rounding after the line's score so far can close, and
+  is `unsure` otherwise, for sentencepiece to encode (0.6 % of the bytes of BENCHMARKS.md's text).
 
 Deliberately not handled: models that normalize, or with a piece holding "▁" after its
 start (a user-defined symbol with a space), which `applies` refuses. The cache lives for one
@@ -34,58 +35,66 @@ import numpy as np
 from numba import njit
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
+from tokenmill.unigram import Pieces, segment_words
+
 MAX_WORDS = 1 << 20
 MAX_KEY_BYTES = 32 << 20
-_GROUP_BYTES = 1 << 14  # new words are encoded in lines of about this many bytes
+_GROUP_BYTES = 1 << 14  # new BPE words are encoded in lines of about this many bytes
 
 # A row of the table per word: its hash, where its bytes start in the keys and how many
-# there are (EMPTY: a free row), and where its ids start and how many there are.
+# there are (EMPTY: a free row), and where its ids start and how many there are (-1: none,
+# the lines holding the word go to sentencepiece). Unigram words also have a row of floats:
+# the best path's score and its margin over the second best.
 _HASH, _KEY_START, _KEY_LENGTH, _ID_START, _ID_LENGTH = range(5)
+_SCORE, _SURE_BEFORE = range(2)
 EMPTY = -1
+
+Encode = Callable[[list[str]], list[list[int]]]
 
 
 def applies(model: bytes) -> bool:
-    """Whether a model encodes words apart: BPE that normalizes nothing, "▁" only at a piece's start."""
+    """Whether a model encodes words apart: BPE or Unigram (with byte fallback, no user-defined
+    pieces) that normalizes nothing, "▁" only at a piece's start."""
     proto = model_pb2.ModelProto.FromString(model)
-    return (proto.trainer_spec.model_type == model_pb2.TrainerSpec.BPE and proto.normalizer_spec.name == "identity"
-            and not any("\u2581" in piece.piece[1:] for piece in proto.pieces))
+    kind = proto.trainer_spec.model_type
+    return (proto.normalizer_spec.name == "identity" and not any("\u2581" in piece.piece[1:] for piece in proto.pieces)
+            and (kind == model_pb2.TrainerSpec.BPE or Pieces.applies(model)))
+
+
+def word_cache(model: bytes, encode: Encode, piece_bytes: np.ndarray) -> "WordCache":
+    """The cache for a model `applies` accepts; `encode` is sentencepiece's, line by line, and
+    piece_bytes how many bytes of the normalized text ("▁": three) each id stands for, or -1."""
+    if model_pb2.ModelProto.FromString(model).trainer_spec.model_type == model_pb2.TrainerSpec.BPE:
+        return BpeWords(encode, piece_bytes)
+    return UnigramWords(Pieces.of(model))
 
 
 class WordCache:
     """Word -> ids: an open-addressing table of FNV-1a hashes, the words' bytes end to end (the
-    keys), each followed by a space, and their ids end to end."""
+    keys), each followed by a space, and their ids end to end. Subclasses segment new words."""
 
-    def __init__(self, encode: Callable[[list[str]], list[list[int]]], piece_bytes: np.ndarray) -> None:
-        # encode: sentencepiece's ids of lines. piece_bytes: how many bytes of the normalized
-        # text ("▁" for a space: three) each id stands for, or -1.
-        self._encode = encode
-        self._piece_bytes = piece_bytes
-        # The empty word (a space after a space, or at either end of a line) is "▁" alone, which
-        # cannot be asked as a line of its own: it is half of the line " ".
-        both = encode([" "])[0]
-        self._lone_space = np.array(both[:len(both) // 2], dtype=np.int64)
-        if not len(both) or both[:len(both) // 2] != both[len(both) // 2:]:
-            raise ValueError(f"a model whose pieces for two spaces are {both} does not encode words apart")
+    def __init__(self) -> None:
         self.clear()
 
     def clear(self) -> None:
-        """Forget every word but the empty one."""
-        self._rows = _empty_rows(1 << 16)
+        """Forget every word but the empty one (a space after a space, or at either end of a line)."""
+        self._rows = _empty_rows(1 << 18)
+        self._floats = _empty_floats(1 << 18)
         self._keys = np.zeros(1 << 20, dtype=np.uint8)
         self._ids = np.zeros(1 << 18, dtype=np.int64)
+        self._id_count = 0
         nothing = np.zeros(1, dtype=np.int64)
-        _, (row,), self._words, self._key_bytes = _look_up(np.zeros(0, dtype=np.uint8), nothing, nothing, self._rows,
-                                                            self._keys, 0, 0)
-        self._ids[:len(self._lone_space)] = self._lone_space
-        self._rows[row, _ID_START], self._rows[row, _ID_LENGTH] = 0, len(self._lone_space)
-        self._id_count = len(self._lone_space)
+        _, empty, self._words, self._key_bytes = _look_up(np.zeros(0, dtype=np.uint8), nothing, nothing, self._rows,
+                                                          self._keys, 0, 0)
+        self._keep_empty(int(empty[0]))
 
     def __len__(self) -> int:
         return self._words
 
-    def encode(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
-        """The flat ids of the lines and how many each line has; None if the model proves not to
-        encode words apart."""
+    def encode(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The flat ids of the lines, how many each line has, and which lines are unsure (their
+        ids are to be taken from sentencepiece instead); None if the model proves not to encode
+        words apart."""
         data = np.frombuffer("".join(lines).encode("utf-8", "surrogatepass"), dtype=np.uint8)
         starts, ends, line_words = _split(data, np.fromiter(map(len, lines), dtype=np.int64, count=len(lines)))
         self._reserve(len(starts), len(data) + len(starts))
@@ -100,16 +109,50 @@ class WordCache:
             if not stored:
                 self.clear()
                 return None
-        return _assemble(row_of, line_words, self._rows, self._ids)
+        return _assemble(row_of, line_words, self._rows, self._floats, self._ids)
+
+    def _keep_empty(self, row: int) -> None:
+        raise NotImplementedError
+
+    def _store(self, pending: np.ndarray) -> bool:
+        """Segment the new words (rows) and keep their ids; False if the model proves not to
+        encode words apart."""
+        raise NotImplementedError
+
+    def _room_for_ids(self, count: int) -> None:
+        if self._id_count + count > len(self._ids):
+            self._ids = _resized(self._ids, _grown(len(self._ids), self._id_count + count))
 
     def _reserve(self, words: int, key_bytes: int) -> None:
         """Room for `words` more words of `key_bytes` bytes in all (starting over if too full)."""
         if self._words + words > MAX_WORDS or self._key_bytes + key_bytes > MAX_KEY_BYTES:
             self.clear()
         if 2 * (self._words + words) > len(self._rows):  # at most half full, so probes stay short
-            self._rows = _rehashed(self._rows, _grown(len(self._rows), 2 * (self._words + words)))
+            size = _grown(len(self._rows), 2 * (self._words + words))
+            self._rows, self._floats = _rehashed(self._rows, self._floats, size)
         if self._key_bytes + key_bytes > len(self._keys):
             self._keys = _resized(self._keys, _grown(len(self._keys), self._key_bytes + key_bytes))
+
+
+class BpeWords(WordCache):
+    """sentencepiece BPE's words, encoded by sentencepiece."""
+
+    def __init__(self, encode: Encode, piece_bytes: np.ndarray) -> None:
+        self._encode = encode
+        self._piece_bytes = piece_bytes
+        # The empty word is "▁" alone, which cannot be asked as a line of its own: it is half
+        # of the line " ".
+        both = encode([" "])[0]
+        if not len(both) or both[:len(both) // 2] != both[len(both) // 2:]:
+            raise ValueError(f"a model whose pieces for two spaces are {both} does not encode words apart")
+        self._lone_space = np.array(both[:len(both) // 2], dtype=np.int64)
+        super().__init__()
+
+    def _keep_empty(self, row: int) -> None:
+        self._room_for_ids(len(self._lone_space))
+        self._ids[self._id_count:self._id_count + len(self._lone_space)] = self._lone_space
+        self._rows[row, _ID_START], self._rows[row, _ID_LENGTH] = self._id_count, len(self._lone_space)
+        self._id_count += len(self._lone_space)
 
     def _store(self, pending: np.ndarray) -> bool:
         """Encode the new words with sentencepiece, in lines of words, and keep each word's ids;
@@ -121,13 +164,32 @@ class WordCache:
         lines = [text[start:end - 1].decode("utf-8", "surrogatepass") for start, end in zip([0, *cuts[:-1]], cuts)]
         encoded = self._encode(lines)
         total = sum(map(len, encoded))
-        if self._id_count + total > len(self._ids):
-            self._ids = _resized(self._ids, _grown(len(self._ids), self._id_count + total))
+        self._room_for_ids(total)
         flat = np.fromiter((token for ids in encoded for token in ids), dtype=np.int64, count=total)
         self._ids[self._id_count:self._id_count + total] = flat
         aligned = _align(flat, self._piece_bytes, self._rows, pending, self._id_count)
         self._id_count += total
         return aligned
+
+
+class UnigramWords(WordCache):
+    """sentencepiece Unigram's words, segmented here with their margins (`tokenmill.unigram`)."""
+
+    def __init__(self, pieces: Pieces) -> None:
+        self._pieces = pieces
+        super().__init__()
+
+    def _keep_empty(self, row: int) -> None:
+        self._store(np.array([row], dtype=np.int64))
+
+    def _store(self, pending: np.ndarray) -> bool:
+        lengths = self._rows[pending, _KEY_LENGTH]
+        self._room_for_ids(int(lengths.sum()) + 3 * len(pending))  # n bytes: at most n + 3 ids
+        id_starts, id_lengths, scores, limits, self._id_count = segment_words(
+            self._keys, self._rows[pending, _KEY_START], lengths, self._pieces, self._ids, self._id_count)
+        self._rows[pending, _ID_START], self._rows[pending, _ID_LENGTH] = id_starts, id_lengths
+        self._floats[pending, _SCORE], self._floats[pending, _SURE_BEFORE] = scores, limits
+        return True
 
 
 def _grown(size: int, need: int) -> int:
@@ -140,6 +202,12 @@ def _resized(array: np.ndarray, size: int) -> np.ndarray:
     grown = np.zeros(size, dtype=array.dtype)
     grown[:len(array)] = array
     return grown
+
+
+def _empty_floats(size: int) -> np.ndarray:
+    floats = np.zeros((size, 2))
+    floats[:, _SURE_BEFORE] = np.inf  # a BPE word is sure after anything
+    return floats
 
 
 def _empty_rows(size: int) -> np.ndarray:
@@ -227,17 +295,20 @@ def _same(data: np.ndarray, start: int, keys: np.ndarray, key_start: int, length
 
 
 @njit(cache=True, nogil=True)
-def _rehashed(rows: np.ndarray, size: int) -> np.ndarray:
-    """The words of `rows` in a table of `size` rows (a power of two)."""
+def _rehashed(rows: np.ndarray, floats: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The words of `rows` (and their floats) in a table of `size` rows (a power of two)."""
     grown = np.zeros((size, 5), dtype=np.int64)
     grown[:, _KEY_LENGTH] = EMPTY
+    grown_floats = np.zeros((size, 2))
+    grown_floats[:, _SURE_BEFORE] = np.inf
     for row in range(len(rows)):
         if rows[row, _KEY_LENGTH] != EMPTY:
             target = rows[row, _HASH] & (size - 1)
             while grown[target, _KEY_LENGTH] != EMPTY:
                 target = (target + 1) & (size - 1)
             grown[target] = rows[row]
-    return grown
+            grown_floats[target] = floats[row]
+    return grown, grown_floats
 
 
 @njit(cache=True, nogil=True)
@@ -276,19 +347,26 @@ def _align(flat: np.ndarray, piece_bytes: np.ndarray, rows: np.ndarray, pending:
 
 
 @njit(cache=True, nogil=True)
-def _assemble(row_of: np.ndarray, line_words: np.ndarray, rows: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The lines' ids end to end, from their words', and how many each line has."""
+def _assemble(row_of: np.ndarray, line_words: np.ndarray, rows: np.ndarray, floats: np.ndarray,
+              ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The lines' ids end to end, from their words', how many each line has, and which lines are
+    unsure: a word there has no ids, or the line's score before it is lower than its sure_before."""
     counts = np.zeros(len(line_words), dtype=np.int64)
+    unsure = np.zeros(len(line_words), dtype=np.bool_)
     word = 0
     for line in range(len(line_words)):
+        before = 0.0
         for _ in range(line_words[line]):
-            counts[line] += rows[row_of[word], _ID_LENGTH]
+            row = row_of[word]
+            counts[line] += max(rows[row, _ID_LENGTH], 0)
+            unsure[line] |= -before >= floats[row, _SURE_BEFORE]
+            before += floats[row, _SCORE]
             word += 1
     flat = np.empty(counts.sum(), dtype=np.int64)
     position = 0
     for row in row_of:
         start = rows[row, _ID_START]
-        for offset in range(rows[row, _ID_LENGTH]):
+        for offset in range(max(rows[row, _ID_LENGTH], 0)):
             flat[position] = ids[start + offset]
             position += 1
-    return flat, counts
+    return flat, counts, unsure

@@ -63,6 +63,7 @@ def test_bad_uploads_answer_problem_json_and_leave_nothing(api, store):
         (gzip.compress(b"truncated text " * 100)[:-12], {}, "file"),
         (b"text", {"format": "csv"}, "format"),
         (b"text", {"domain": ""}, "domain"),
+        (b'{"text": "fine"}\n{"text": "half a pair \\ud800 here"}\n', {"format": "jsonl"}, "file"),
     ]
     for data, fields, field in cases:
         response = upload(api, data, **fields)
@@ -70,6 +71,7 @@ def test_bad_uploads_answer_problem_json_and_leave_nothing(api, store):
         assert response.headers["content-type"] == PROBLEM
         assert response.json()["field"] == field
     assert "line 2" in upload(api, b"ok line\nbad \xff\xfe bytes\n").json()["detail"]
+    assert "line 2" in upload(api, b'{"text": "ok \\ud83d\\udc4b"}\n{"text": "\\udc4b"}\n', format="jsonl").json()["detail"]
     missing = api.post("/v1/corpora", data={"name": "x"}, files={"file": ("x", b"a")})
     assert missing.status_code == 422 and missing.headers["content-type"] == PROBLEM
     assert api.get("/v1/corpora").json()["total"] == before

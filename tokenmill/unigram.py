@@ -1,0 +1,305 @@
+"""sentencepiece Unigram's best segmentation of a word, and by how much it wins, in compiled code.
+
+A word ("▁" + its bytes) is segmented by the path of highest total score through its pieces,
+as sentencepiece's Viterbi finds it: every piece of the model (NORMAL pieces; the trie below
+holds them) that matches at a character boundary, and an unknown node over one character
+wherever no piece of exactly that character starts (its score is the lowest piece score minus
+10, and with byte fallback it becomes the character's bytes). Besides the best path, the
+search keeps the score of the second best, so the margin between them is known: sentencepiece
+adds scores in float32 along the whole line, and only where the margin is larger than that
+rounding can be (`sure_before`) is its choice certainly this one. `tokenmill.word_cache` sends the
+lines where it is not to sentencepiece itself.
+
+Deliberately not handled: models with user-defined pieces (sentencepiece's bonus for them
+has changed between releases), sampling and n-best output.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+Piece = model_pb2.ModelProto.SentencePiece
+UNKNOWN_PENALTY = np.float32(10.0)
+UNIT_ROUNDOFF = 2.0 ** -24  # of float32
+# How far beyond the worst case of float32 rounding a margin must reach to be sure.
+SAFETY = 4.0
+MAX_WORD = 256  # bytes: longer words (unspaced scripts) are left to sentencepiece
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """A Unigram model's NORMAL pieces as a double-array byte trie, their scores and the model's
+    byte pieces. A unit per trie node, [base, check, piece]: the child of node s along byte c is
+    unit base[s] + c if that unit's check is s; its piece is the id ending there, or -1. A step
+    down the trie reads one unit."""
+
+    units: np.ndarray  # (n, 4) int32: base, check, piece, unused
+    longest: int  # bytes of the longest piece
+    scores: np.ndarray  # float64 of each piece's float32 score
+    unknown_score: float
+    byte_ids: np.ndarray  # the id of "<0xAB>" for each byte
+
+    @classmethod
+    def of(cls, model: bytes) -> "Pieces":
+        proto = model_pb2.ModelProto.FromString(model)
+        normal = [i for i, piece in enumerate(proto.pieces) if piece.type == Piece.NORMAL]
+        tree: dict = {}  # byte -> subtree; None -> piece id
+        for i in normal:
+            node = tree
+            for byte in proto.pieces[i].piece.encode("utf-8"):
+                node = node.setdefault(byte, {})
+            node[None] = i
+        # Breadth first, each node's children numbered together, sorted by byte.
+        first_child, child_count, leading, piece_at = [0], [0], [0], [tree.get(None, -1)]
+        level = [(0, tree)]
+        while level:
+            following = []
+            for number, node in level:
+                children = sorted(byte for byte in node if byte is not None)
+                first_child[number], child_count[number] = len(piece_at), len(children)
+                for byte in children:
+                    following.append((len(piece_at), node[byte]))
+                    first_child.append(0)
+                    child_count.append(0)
+                    leading.append(byte)
+                    piece_at.append(node[byte].get(None, -1))
+            level = following
+        lowest = min((np.float32(proto.pieces[i].score) for i in normal), default=np.float32(0))
+        byte_ids = np.full(256, -1, dtype=np.int64)
+        for i, piece in enumerate(proto.pieces):
+            if piece.type == Piece.BYTE:
+                byte_ids[int(piece.piece[3:5], 16)] = i
+        scores = np.array([piece.score for piece in proto.pieces], dtype=np.float32).astype(np.float64)
+        units = _double_array(np.array(first_child, dtype=np.int64), np.array(child_count, dtype=np.int64),
+                              np.array(leading, dtype=np.int64), np.array(piece_at, dtype=np.int64))
+        longest = max((len(proto.pieces[i].piece.encode("utf-8")) for i in normal), default=1)
+        return cls(units, longest, scores, float(np.float32(lowest - UNKNOWN_PENALTY)), byte_ids)
+
+    @staticmethod
+    def applies(model: bytes) -> bool:
+        """Whether words of this model can be segmented here: Unigram with byte fallback, no
+        user-defined pieces."""
+        proto = model_pb2.ModelProto.FromString(model)
+        return (proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM and proto.trainer_spec.byte_fallback
+                and not any(piece.type == Piece.USER_DEFINED for piece in proto.pieces))
+
+
+@njit(cache=True, nogil=True)
+def _double_array(first_child: np.ndarray, child_count: np.ndarray, leading: np.ndarray,
+                  piece_at: np.ndarray) -> np.ndarray:
+    """Place the trie (nodes numbered breadth first, children together) in a double array: each
+    node's children go to the first base where all their units are free, searched from where
+    the array stops being nearly full (Darts' heuristic)."""
+    units = np.zeros((2 * len(piece_at) + 512, 4), dtype=np.int32)
+    units[:, 1], units[:, 2] = -1, -1  # check -1: a free unit
+    units[0, 1], units[0, 2] = 0, piece_at[0]  # the root
+    unit_of = np.zeros(len(piece_at), dtype=np.int64)  # node -> unit
+    search_from = 1
+    for node in range(len(piece_at)):
+        count = child_count[node]
+        if count == 0:
+            continue
+        first = first_child[node]
+        position = max(leading[first] + 1, search_from) - 1
+        busy, first_free = 0, -1
+        while True:
+            position += 1
+            if position + 256 >= len(units):
+                grown = np.zeros((2 * len(units), 4), dtype=np.int32)
+                grown[:, 1], grown[:, 2] = -1, -1
+                grown[:len(units)] = units
+                units = grown
+            if units[position, 1] != -1:
+                busy += 1
+                continue
+            if first_free < 0:
+                first_free = position
+            base = position - leading[first]
+            fits = True
+            for child in range(first + 1, first + count):
+                if units[base + leading[child], 1] != -1:
+                    fits = False
+                    break
+            if fits:
+                break
+        if first_free >= 0 and busy >= 0.95 * (position - first_free + 1):
+            search_from = position
+        elif first_free >= 0:
+            search_from = max(search_from, first_free)
+        units[unit_of[node], 0] = base
+        for child in range(first, first + count):
+            unit = base + leading[child]
+            units[unit, 1], units[unit, 2] = unit_of[node], piece_at[child]
+            unit_of[child] = unit
+    last = 0
+    for unit in range(len(units)):
+        if units[unit, 1] != -1:
+            last = unit
+    return units[:last + 257].copy()  # room for any byte after the last base
+
+
+@njit(cache=True, nogil=True)
+def _child(units: np.ndarray, unit: int, byte: int) -> int:
+    """The unit of `unit`'s child along `byte`, or -1."""
+    child = units[unit, 0] + byte
+    return child if units[unit, 0] > 0 and child < len(units) and units[child, 1] == unit else -1
+
+
+# Trie walks interleaved by best_path: each step down the trie waits on memory, and the walks
+# from different starts are independent, so several in flight keep more of those waits at once
+# (2.4 times faster than one at a time here).
+_WALKERS = 4
+
+
+@njit(cache=True, nogil=True)
+def best_path(data: np.ndarray, units: np.ndarray, scores: np.ndarray, unknown_score: float, byte_ids: np.ndarray,
+              out: np.ndarray, at: int, best: np.ndarray, second: np.ndarray, from_position: np.ndarray, from_piece: np.ndarray,
+              match_count: np.ndarray, match_end: np.ndarray, match_piece: np.ndarray) -> tuple[int, float, float]:
+    """Write the ids of the best segmentation of `data` (a normalized word, "▁" first) to `out`
+    from `at` on;
+    return how many, its score, and its margin over the second best path (inf if none). The
+    other arrays are scratch space: len(data) + 1 rows, match_end and match_piece as many
+    columns as the longest piece has bytes."""
+    size = len(data)
+    _matches(data, units, match_count, match_end, match_piece)
+    best[:size + 1] = -np.inf
+    second[:size + 1] = -np.inf
+    best[0] = 0.0
+    start = 0
+    while start < size:
+        width = _width(data[start])
+        before, runner_up = best[start], second[start]
+        single = False
+        for match in range(match_count[start] + 1):
+            if match < match_count[start]:
+                end, piece = match_end[start, match], match_piece[start, match]
+                score = scores[piece]
+                single |= end - start == width
+            elif single:
+                break
+            else:  # no piece of exactly this character: an unknown one
+                end, piece, score = min(start + width, size), -1, unknown_score
+            # Keep the best two scores of paths ending at `end`, and where the best comes from.
+            first = before + score
+            if first > best[end]:
+                second[end] = max(best[end], runner_up + score)
+                best[end], from_position[end], from_piece[end] = first, start, piece
+            elif first > second[end]:
+                second[end] = first
+        start += width
+    # Back from the end: pieces, or an unknown character's bytes.
+    count, end = 0, size
+    while end > 0:
+        start = from_position[end]
+        count += end - start if from_piece[end] < 0 else 1
+        end = start
+    written, end = count, size
+    while end > 0:
+        start = from_position[end]
+        if from_piece[end] < 0:
+            for offset in range(end - start - 1, -1, -1):
+                written -= 1
+                out[at + written] = byte_ids[data[start + offset]]
+        else:
+            written -= 1
+            out[at + written] = from_piece[end]
+        end = start
+    return count, best[size], best[size] - second[size]
+
+
+@njit(cache=True, nogil=True)
+def _matches(data: np.ndarray, units: np.ndarray, match_count: np.ndarray, match_end: np.ndarray,
+             match_piece: np.ndarray) -> None:
+    """For each character boundary of `data`, the pieces that start there (where each ends and
+    its id, shortest first), found by _WALKERS trie walks a step at a time in turn."""
+    size, unit_count = len(data), len(units)
+    node = np.zeros(_WALKERS, dtype=np.int64)
+    position = np.zeros(_WALKERS, dtype=np.int64)
+    start = np.full(_WALKERS, -1, dtype=np.int64)
+    following = 0  # the next start to hand to a free walker
+    walking = 0
+    for walker in range(_WALKERS):
+        if following < size:
+            start[walker], position[walker] = following, following
+            match_count[following] = 0
+            following += _width(data[following])
+            walking += 1
+    while walking:
+        for walker in range(_WALKERS):
+            origin = start[walker]
+            if origin < 0:
+                continue
+            at, here = position[walker], node[walker]
+            base = units[here, 0]
+            child = base + data[at] if at < size and base > 0 else unit_count
+            if child < unit_count and units[child, 1] == here:  # a step down the trie
+                node[walker], position[walker] = child, at + 1
+                piece = units[child, 2]
+                if piece >= 0:
+                    match_end[origin, match_count[origin]], match_piece[origin, match_count[origin]] = at + 1, piece
+                    match_count[origin] += 1
+            elif following < size:  # this walk is over: the next start
+                start[walker], node[walker], position[walker] = following, 0, following
+                match_count[following] = 0
+                following += _width(data[following])
+            else:
+                start[walker] = -1
+                walking -= 1
+
+
+@njit(cache=True, nogil=True)
+def _width(lead: int) -> int:
+    return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+
+
+def segment_words(keys: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pieces: Pieces, ids: np.ndarray,
+                  id_count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Segment words ("▁" + keys[start:start + length] each), writing their ids to `ids` from
+    `id_count` on (room for length + 3 each): where each word's ids start, how many (-1 for a
+    word longer than MAX_WORD, left to sentencepiece), its score, the score a line may have
+    before it for sentencepiece to choose the same (`sure_before`), and the ids' new end."""
+    return _segment_words(keys, starts, lengths, pieces.units, pieces.longest, pieces.scores, pieces.unknown_score,
+                          pieces.byte_ids, ids, id_count)
+
+
+@njit(cache=True, nogil=True)
+def _segment_words(keys: np.ndarray, starts: np.ndarray, lengths: np.ndarray, units: np.ndarray, longest: int,
+                   scores: np.ndarray, unknown_score: float, byte_ids: np.ndarray, ids: np.ndarray,
+                   id_count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    id_starts = np.empty(len(starts), dtype=np.int64)
+    id_lengths = np.full(len(starts), -1, dtype=np.int64)
+    word_scores = np.zeros(len(starts))
+    limits = np.zeros(len(starts))
+    word = np.empty(MAX_WORD + 3, dtype=np.uint8)
+    word[0], word[1], word[2] = 0xE2, 0x96, 0x81  # "▁"
+    rows = len(word) + 1
+    best, second = np.empty(rows), np.empty(rows)
+    from_position, from_piece = np.empty(rows, dtype=np.int64), np.empty(rows, dtype=np.int64)
+    match_count = np.empty(rows, dtype=np.int64)
+    match_end, match_piece = np.empty((rows, longest), dtype=np.int64), np.empty((rows, longest), dtype=np.int64)
+    for index in range(len(starts)):
+        id_starts[index] = id_count
+        length = lengths[index]
+        if length > MAX_WORD:
+            continue
+        word[3:3 + length] = keys[starts[index]:starts[index] + length]
+        count, score, margin = best_path(word[:3 + length], units, scores, unknown_score, byte_ids, ids, id_count,
+                                         best, second, from_position, from_piece, match_count, match_end, match_piece)
+        id_lengths[index], word_scores[index] = count, score
+        limits[index] = sure_before(margin, score, length + 3)
+        id_count += count
+    return id_starts, id_lengths, word_scores, limits, id_count
+
+
+@njit(cache=True, nogil=True)
+def sure_before(margin: float, score: float, length: int) -> float:
+    """How low the score of a line before a word (of `score`, over `length` bytes, winning by
+    `margin`) may be for sentencepiece certainly to choose the word's best path: float32
+    rounding of every sum along two paths of at most length + 1 pieces, each at most
+    |before| + |score| + margin, cannot close the margin. Returns that bound on |before|
+    (inf: no other path; below 0: never)."""
+    if margin == np.inf:
+        return np.inf
+    return margin / (SAFETY * 2.0 * (length + 2) * UNIT_ROUNDOFF) - abs(score) - margin

@@ -46,6 +46,7 @@ _GROUP_BYTES = 1 << 14  # new BPE words are encoded in lines of about this many 
 # the lines holding the word go to sentencepiece). Unigram words also have a row of floats:
 # the best path's score and its margin over the second best.
 _HASH, _KEY_START, _KEY_LENGTH, _ID_START, _ID_LENGTH = range(5)
+_PACKED = 7  # bytes of a word whose code is the word itself
 _SCORE, _SURE_BEFORE = range(2)
 EMPTY = -1
 
@@ -183,6 +184,10 @@ class UnigramWords(WordCache):
         self._store(np.array([row], dtype=np.int64))
 
     def _store(self, pending: np.ndarray) -> bool:
+        # In the order of their first bytes: words that start alike walk the same trie units
+        # one after another, while those are still in the processor's cache.
+        pending = pending[np.argsort(_leading_bytes(self._keys, self._rows[pending, _KEY_START],
+                                                    self._rows[pending, _KEY_LENGTH]), kind="stable")]
         lengths = self._rows[pending, _KEY_LENGTH]
         self._room_for_ids(int(lengths.sum()) + 3 * len(pending))  # n bytes: at most n + 3 ids
         id_starts, id_lengths, scores, limits, self._id_count = segment_words(
@@ -247,6 +252,19 @@ def _split(data: np.ndarray, line_chars: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 @njit(cache=True, nogil=True)
+def _leading_bytes(keys: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The first eight bytes of each key as one number that sorts as they do (zeros after a short key)."""
+    leading = np.zeros(len(starts), dtype=np.uint64)
+    for index in range(len(starts)):
+        value = np.uint64(0)
+        for offset in range(8):
+            byte = keys[starts[index] + offset] if offset < lengths[index] else 0
+            value = (value << np.uint64(8)) | np.uint64(byte)
+        leading[index] = value
+    return leading
+
+
+@njit(cache=True, nogil=True)
 def _look_up(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, rows: np.ndarray, keys: np.ndarray,
              words: int, key_bytes: int) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Each word's row, adding the new ones (their keys each followed by a space; their rows come
@@ -257,8 +275,8 @@ def _look_up(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, rows: np.nd
     new = 0
     for word in range(len(starts)):
         start, length = starts[word], ends[word] - starts[word]
-        value = _hash(data, start, start + length)
-        row = value & mask
+        value = _key_code(data, start, length)
+        row = _slot(value, mask)
         while True:
             if rows[row, _KEY_LENGTH] == EMPTY:
                 rows[row, _HASH], rows[row, _KEY_START], rows[row, _KEY_LENGTH] = value, key_bytes, length
@@ -269,8 +287,8 @@ def _look_up(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, rows: np.nd
                 pending[new] = row
                 new += 1
                 break
-            if rows[row, _HASH] == value and rows[row, _KEY_LENGTH] == length and _same(
-                    data, start, keys, rows[row, _KEY_START], length):
+            if rows[row, _HASH] == value and rows[row, _KEY_LENGTH] == length and (
+                    length <= _PACKED or _same(data, start, keys, rows[row, _KEY_START], length)):
                 break
             row = (row + 1) & mask
         row_of[word] = row
@@ -278,12 +296,24 @@ def _look_up(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, rows: np.nd
 
 
 @njit(cache=True, nogil=True)
-def _hash(data: np.ndarray, start: int, end: int) -> int:
-    """FNV-1a of data[start:end], 64 bits (as a signed integer)."""
+def _key_code(data: np.ndarray, start: int, length: int) -> int:
+    """A word of up to _PACKED bytes packed into a number with its length (equal numbers: equal
+    words, so its bytes need no comparing); a longer one's FNV-1a hash, from 2**62 up."""
+    if length <= _PACKED:
+        code = length
+        for position in range(start, start + length):
+            code = (code << 8) | data[position]
+        return code
     value = np.uint64(14695981039346656037)
-    for position in range(start, end):
+    for position in range(start, start + length):
         value = (value ^ np.uint64(data[position])) * np.uint64(1099511628211)
-    return np.int64(value >> np.uint64(1))
+    return np.int64((value >> np.uint64(2)) | np.uint64(1 << 62))
+
+
+@njit(cache=True, nogil=True)
+def _slot(code: int, mask: int) -> int:
+    """Where a word's probe starts: the high bits of its code times the golden ratio."""
+    return np.int64((np.uint64(code) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)) & mask
 
 
 @njit(cache=True, nogil=True)
@@ -303,7 +333,7 @@ def _rehashed(rows: np.ndarray, floats: np.ndarray, size: int) -> tuple[np.ndarr
     grown_floats[:, _SURE_BEFORE] = np.inf
     for row in range(len(rows)):
         if rows[row, _KEY_LENGTH] != EMPTY:
-            target = rows[row, _HASH] & (size - 1)
+            target = _slot(rows[row, _HASH], size - 1)
             while grown[target, _KEY_LENGTH] != EMPTY:
                 target = (target + 1) & (size - 1)
             grown[target] = rows[row]

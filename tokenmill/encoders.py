@@ -25,7 +25,7 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from tokenizers import Tokenizer
 
 from tokenmill.references import load_reference
-from tokenmill.spelling import NO_BYTES, Spelling, WordPieceSpelling, byte_length_spans, utf8_widths
+from tokenmill.spelling import Spelling, WordPieceSpelling, byte_length_spans, utf8_widths
 from tokenmill.word_cache import applies as word_cache_applies, word_cache
 from tokenmill.words import code_points
 from tokenmill.tiktoken_format import encoding as tiktoken_encoding, parse_rank_file
@@ -85,7 +85,11 @@ class Encoder:
     def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
         if self.spelling is None:
             return self._exact(lines)
-        flat, counts = self._ids(lines)
+        return self._checked(lines, *self._ids(lines))
+
+    def _checked(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> EncodedBatch:
+        """The lines with their ids: spans and round trips from the spelling where it proves
+        them, the exact path elsewhere."""
         checked = self.spelling.check(lines, flat, counts)
         spelled = EncodedBatch(flat, checked.spans, counts, int(checked.roundtrips.sum()))
         if checked.spelled.all():
@@ -103,16 +107,24 @@ def _merged(spelled_batch: EncodedBatch, spelled: np.ndarray, exact: EncodedBatc
 def _spliced(counts: np.ndarray, replaced: np.ndarray, other_counts: np.ndarray,
              *values: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
     """Per-token values of lines end to end (`counts` per line), with the `replaced` lines' taken
-    from the other values instead (`other_counts` per replaced line): the new counts and values."""
+    from the other values instead (`other_counts` per replaced line): the new counts and values.
+    Few lines are replaced, so the values are copied in slices around them."""
     spliced_counts = counts.copy()
     spliced_counts[replaced] = other_counts
-    keep = ~np.repeat(replaced, counts)
-    mine = ~np.repeat(replaced, spliced_counts)
+    ends = np.cumsum(counts)
+    other_ends = np.cumsum(other_counts)
+    cuts = []  # (own up to, other from, other to, own from) around each replaced line
+    for index, line in enumerate(np.flatnonzero(replaced).tolist()):
+        cuts.append((int(ends[line] - counts[line]), int(other_ends[index] - other_counts[index]),
+                     int(other_ends[index]), int(ends[line])))
     spliced = []
     for own, other in values:
-        out = np.empty((int(spliced_counts.sum()), *own.shape[1:]), dtype=own.dtype)
-        out[mine], out[~mine] = own[keep], other
-        spliced.append(out)
+        parts, resume = [], 0
+        for own_to, other_from, other_to, own_from in cuts:
+            parts += [own[resume:own_to], other[other_from:other_to]]
+            resume = own_from
+        parts.append(own[resume:])
+        spliced.append(np.concatenate(parts))
     return spliced_counts, spliced
 
 
@@ -252,11 +264,7 @@ class SentencePieceEncoder(Encoder):
                          self.processor.unk_id(), byte_ids, {"sentencepiece": model, "cache_words": cache_words},
                          Spelling.of(pieces, dummy_prefix=True))
         self.threads = threads
-        self.words = None
-        if cache_words:
-            piece_bytes = np.array([1 if i in byte_ids else NO_BYTES if piece is None else len(piece) + 2 * piece.count(b" ")
-                                    for i, piece in enumerate(pieces)], dtype=np.int64)  # "▁" is three bytes
-            self.words = word_cache(model, self._direct, piece_bytes)
+        self.words = word_cache(model, self._direct, pieces, byte_ids) if cache_words else None
 
     @staticmethod
     def exact_spans(model: bytes) -> bool:
@@ -273,15 +281,26 @@ class SentencePieceEncoder(Encoder):
         return [part.tolist() for part in np.split(flat, np.cumsum(counts)[:-1])] if len(lines) else []
 
     def _ids(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        encoded = None if self.words is None else self.words.encode(lines)
-        if encoded is None:
+        words = None if self.words is None else self.words.encode(lines)
+        if words is None:
             return _flat(self._direct(lines))
-        flat, counts, unsure = encoded
-        if not unsure.any():
-            return flat, counts
-        direct_flat, direct_counts = _flat(self._direct([lines[i] for i in np.flatnonzero(unsure)]))
-        counts, (flat,) = _spliced(counts, unsure, direct_counts, (flat, direct_flat))
+        if not words.unsure.any():
+            return words.flat, words.counts
+        direct_flat, direct_counts = _flat(self._direct([lines[i] for i in np.flatnonzero(words.unsure)]))
+        counts, (flat,) = _spliced(words.counts, words.unsure, direct_counts, (words.flat, direct_flat))
         return flat, counts
+
+    def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
+        """From the word cache where it has one, with spans read off its pieces (its sure lines
+        decode back to themselves: their pieces spell them); the unsure lines as any others."""
+        words = None if self.words is None else self.words.encode(lines)
+        if words is None:
+            return self._checked(lines, *_flat(self._direct(lines)))
+        cached = EncodedBatch(words.flat, words.spans, words.counts, int(len(lines) - words.unsure.sum()))
+        if not words.unsure.any():
+            return cached
+        unsure = [lines[i] for i in np.flatnonzero(words.unsure)]
+        return _merged(cached, ~words.unsure, self._checked(unsure, *_flat(self._direct(unsure))))
 
     def _direct(self, lines: Sequence[str]) -> list[list[int]]:
         if len(lines) < 16:  # a few lines (the word cache's unsure ones): no thread pool to start

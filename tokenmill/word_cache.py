@@ -30,6 +30,7 @@ at most `MAX_WORDS` words or `MAX_KEY_BYTES` bytes (plus one batch's) before it 
 """
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -62,19 +63,40 @@ def applies(model: bytes) -> bool:
             and (kind == model_pb2.TrainerSpec.BPE or Pieces.applies(model)))
 
 
-def word_cache(model: bytes, encode: Encode, piece_bytes: np.ndarray) -> "WordCache":
+def word_cache(model: bytes, encode: Encode, pieces: Sequence[bytes | None], byte_ids: frozenset[int]) -> "WordCache":
     """The cache for a model `applies` accepts; `encode` is sentencepiece's, line by line, and
-    piece_bytes how many bytes of the normalized text ("▁": three) each id stands for, or -1."""
+    `pieces` the bytes each id stands for ("▁" a space; None: no fixed bytes)."""
+    piece_byte = np.array([piece[0] if i in byte_ids else -1 for i, piece in enumerate(pieces)], dtype=np.int64)
+    piece_chars = np.array([0 if piece is None else len(piece.decode("utf-8", "replace")) for piece in pieces],
+                           dtype=np.int64)
     if model_pb2.ModelProto.FromString(model).trainer_spec.model_type == model_pb2.TrainerSpec.BPE:
-        return BpeWords(encode, piece_bytes)
-    return UnigramWords(Pieces.of(model))
+        # How many bytes of the normalized text ("▁": three) each id stands for, or -1.
+        piece_bytes = np.array([1 if i in byte_ids else -1 if piece is None else len(piece) + 2 * piece.count(b" ")
+                                for i, piece in enumerate(pieces)], dtype=np.int64)
+        return BpeWords(encode, piece_bytes, piece_chars, piece_byte)
+    return UnigramWords(Pieces.of(model), piece_chars, piece_byte)
+
+
+class Words(NamedTuple):
+    """A batch of lines from the cache: flat ids, their (n, 2) character spans (read off the
+    pieces, as `tokenmill.spelling` would), tokens per line, and the unsure lines, whose ids and
+    spans are to be taken from sentencepiece instead (a line holding a literal "▁", which a
+    piece would read as a space, is one)."""
+
+    flat: np.ndarray
+    spans: np.ndarray
+    counts: np.ndarray
+    unsure: np.ndarray
 
 
 class WordCache:
-    """Word -> ids: an open-addressing table of FNV-1a hashes, the words' bytes end to end (the
+    """Word -> ids: an open-addressing table of word codes, the words' bytes end to end (the
     keys), each followed by a space, and their ids end to end. Subclasses segment new words."""
 
-    def __init__(self) -> None:
+    def __init__(self, piece_chars: np.ndarray, piece_byte: np.ndarray) -> None:
+        # How many characters each piece stands for ("▁": one), and the byte of a byte piece (else -1).
+        self._piece_chars = piece_chars
+        self._piece_byte = piece_byte
         self.clear()
 
     def clear(self) -> None:
@@ -92,12 +114,12 @@ class WordCache:
     def __len__(self) -> int:
         return self._words
 
-    def encode(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """The flat ids of the lines, how many each line has, and which lines are unsure (their
-        ids are to be taken from sentencepiece instead); None if the model proves not to encode
-        words apart."""
+    def encode(self, lines: Sequence[str]) -> Words | None:
+        """The lines' ids and spans, and which lines are unsure; None if the model proves not to
+        encode words apart."""
         data = np.frombuffer("".join(lines).encode("utf-8", "surrogatepass"), dtype=np.uint8)
-        starts, ends, line_words = _split(data, np.fromiter(map(len, lines), dtype=np.int64, count=len(lines)))
+        starts, ends, line_words, meta_symbol = _split(data, np.fromiter(map(len, lines), dtype=np.int64,
+                                                                         count=len(lines)))
         self._reserve(len(starts), len(data) + len(starts))
         row_of, pending, self._words, self._key_bytes = _look_up(data, starts, ends, self._rows, self._keys,
                                                                  self._words, self._key_bytes)
@@ -110,7 +132,8 @@ class WordCache:
             if not stored:
                 self.clear()
                 return None
-        return _assemble(row_of, line_words, self._rows, self._floats, self._ids)
+        return Words(*_assemble(row_of, line_words, meta_symbol, self._rows, self._floats, self._ids,
+                                self._piece_chars, self._piece_byte))
 
     def _keep_empty(self, row: int) -> None:
         raise NotImplementedError
@@ -138,7 +161,7 @@ class WordCache:
 class BpeWords(WordCache):
     """sentencepiece BPE's words, encoded by sentencepiece."""
 
-    def __init__(self, encode: Encode, piece_bytes: np.ndarray) -> None:
+    def __init__(self, encode: Encode, piece_bytes: np.ndarray, piece_chars: np.ndarray, piece_byte: np.ndarray) -> None:
         self._encode = encode
         self._piece_bytes = piece_bytes
         # The empty word is "▁" alone, which cannot be asked as a line of its own: it is half
@@ -147,7 +170,7 @@ class BpeWords(WordCache):
         if not len(both) or both[:len(both) // 2] != both[len(both) // 2:]:
             raise ValueError(f"a model whose pieces for two spaces are {both} does not encode words apart")
         self._lone_space = np.array(both[:len(both) // 2], dtype=np.int64)
-        super().__init__()
+        super().__init__(piece_chars, piece_byte)
 
     def _keep_empty(self, row: int) -> None:
         self._room_for_ids(len(self._lone_space))
@@ -176,9 +199,9 @@ class BpeWords(WordCache):
 class UnigramWords(WordCache):
     """sentencepiece Unigram's words, segmented here with their margins (`tokenmill.unigram`)."""
 
-    def __init__(self, pieces: Pieces) -> None:
+    def __init__(self, pieces: Pieces, piece_chars: np.ndarray, piece_byte: np.ndarray) -> None:
         self._pieces = pieces
-        super().__init__()
+        super().__init__(piece_chars, piece_byte)
 
     def _keep_empty(self, row: int) -> None:
         self._store(np.array([row], dtype=np.int64))
@@ -222,12 +245,13 @@ def _empty_rows(size: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _split(data: np.ndarray, line_chars: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The words of the lines (byte ranges in data, the spaces left out) and how many each line
-    has: `line.split(" ")`, and none for an empty line."""
+def _split(data: np.ndarray, line_chars: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The words of the lines (byte ranges in data, the spaces left out), how many each line has
+    (`line.split(" ")`, and none for an empty line), and which lines hold a literal "▁"."""
     starts = np.empty(len(data) + len(line_chars), dtype=np.int64)
     ends = np.empty_like(starts)
     line_words = np.zeros(len(line_chars), dtype=np.int64)
+    meta_symbol = np.zeros(len(line_chars), dtype=np.bool_)
     words = 0
     position = 0
     for line in range(len(line_chars)):
@@ -244,11 +268,13 @@ def _split(data: np.ndarray, line_chars: np.ndarray) -> tuple[np.ndarray, np.nda
                 ends[words] = byte
                 words += 1
                 starts[words] = byte + 1
+            elif data[byte] == 0xE2 and byte + 2 < line_end and data[byte + 1] == 0x96 and data[byte + 2] == 0x81:
+                meta_symbol[line] = True
         ends[words] = line_end
         words += 1
         line_words[line] = words - first
         position = line_end
-    return starts[:words], ends[:words], line_words
+    return starts[:words], ends[:words], line_words, meta_symbol
 
 
 @njit(cache=True, nogil=True)
@@ -377,12 +403,16 @@ def _align(flat: np.ndarray, piece_bytes: np.ndarray, rows: np.ndarray, pending:
 
 
 @njit(cache=True, nogil=True)
-def _assemble(row_of: np.ndarray, line_words: np.ndarray, rows: np.ndarray, floats: np.ndarray,
-              ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The lines' ids end to end, from their words', how many each line has, and which lines are
-    unsure: a word there has no ids, or the line's score before it is lower than its sure_before."""
+def _assemble(row_of: np.ndarray, line_words: np.ndarray, meta_symbol: np.ndarray, rows: np.ndarray,
+              floats: np.ndarray, ids: np.ndarray, piece_chars: np.ndarray,
+              piece_byte: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The lines' ids end to end, from their words', their character spans, how many each line
+    has, and which lines are unsure: one holds a literal "▁", or a word without ids, or a word
+    after a line score lower than its sure_before. A piece covers the characters it stands for
+    ("▁": the space before the word; none for a line's first, the dummy prefix), a byte piece
+    the character its byte belongs to, and a lone dummy "▁" the line's first character."""
     counts = np.zeros(len(line_words), dtype=np.int64)
-    unsure = np.zeros(len(line_words), dtype=np.bool_)
+    unsure = meta_symbol.copy()
     word = 0
     for line in range(len(line_words)):
         before = 0.0
@@ -393,10 +423,27 @@ def _assemble(row_of: np.ndarray, line_words: np.ndarray, rows: np.ndarray, floa
             before += floats[row, _SCORE]
             word += 1
     flat = np.empty(counts.sum(), dtype=np.int64)
-    position = 0
-    for row in row_of:
-        start = rows[row, _ID_START]
-        for offset in range(max(rows[row, _ID_LENGTH], 0)):
-            flat[position] = ids[start + offset]
-            position += 1
-    return flat, counts, unsure
+    spans = np.empty((len(flat), 2), dtype=np.int64)
+    position = word = 0
+    for line in range(len(line_words)):
+        chars = 0  # characters of the line begun so far
+        for index in range(line_words[line]):
+            row = row_of[word]
+            word += 1
+            start = rows[row, _ID_START]
+            for offset in range(max(rows[row, _ID_LENGTH], 0)):
+                token = ids[start + offset]
+                flat[position] = token
+                byte = piece_byte[token]
+                if byte >= 0:
+                    # A word's "▁" in bytes (a model without that piece) is not the space: spelled
+                    # apart, as tokenmill.spelling would not prove it either.
+                    unsure[line] |= offset == 0
+                    chars += byte & 0xC0 != 0x80  # a character begins at this byte
+                    spans[position, 0], spans[position, 1] = chars - 1, chars
+                else:
+                    width = piece_chars[token] - (index == 0 and offset == 0)  # the dummy prefix
+                    spans[position, 0], spans[position, 1] = chars, chars + max(width, 1)
+                    chars += width
+                position += 1
+    return flat, spans, counts, unsure

@@ -54,6 +54,10 @@ def test_a_word_at_a_time_gives_sentencepiece_ids(either):
         flat, counts = cached._ids(batch)
         assert flat.tolist() == [token for ids in direct.encode(batch) for token in ids]
         assert counts.tolist() == [len(ids) for ids in direct.encode(batch)]
+        # Spans read off the cached pieces equal the spelling's (or the exact path's).
+        ours, theirs = cached.encode_batch(batch), direct.encode_batch(batch)
+        assert (ours.flat == theirs.flat).all() and (ours.counts == theirs.counts).all()
+        assert (ours.spans == theirs.spans).all() and ours.roundtrips == theirs.roundtrips
     # Seen words are looked up, not encoded again.
     words = len(cached.words)
     assert cached.encode(held_out[:100]) == direct.encode(held_out[:100]) and len(cached.words) == words
@@ -65,10 +69,10 @@ def test_a_word_at_a_time_gives_sentencepiece_ids(either):
 def test_unigram_lines_that_rounding_could_change_go_to_sentencepiece():
     direct, cached = encoders(model("unigram"))
     held_out = flores_lines(300, offset=500, languages=LANGUAGES)
-    _, _, unsure = cached.words.encode(held_out)
+    unsure = cached.words.encode(held_out).unsure
     assert not unsure.all()
     long_lines = [" ".join(held_out[i:i + 60]) for i in range(0, len(held_out), 60)]
-    _, _, unsure_long = cached.words.encode(long_lines)
+    unsure_long = cached.words.encode(long_lines).unsure
     # Past a few thousand of score, some word's margin is within reach of float32 rounding.
     assert unsure_long.mean() > unsure.mean()
     assert cached.encode(long_lines) == direct.encode(long_lines)
@@ -95,7 +99,8 @@ def test_pieces_that_run_over_a_word_end_refuse_the_batch(bpe):
     piece_bytes = np.array([len(direct.processor.id_to_piece(i).encode()) for i in range(direct.vocab_size)])
     a_b, space = direct.processor.piece_to_id("▁a"), direct.processor.piece_to_id("▁")
     # An encoder that gives "▁a" for "▁a▁b": short of the second word, as a model breaking the rule would.
-    cache = word_cache.BpeWords(lambda lines: [[space, space] if line == " " else [a_b] for line in lines], piece_bytes)
+    cache = word_cache.BpeWords(lambda lines: [[space, space] if line == " " else [a_b] for line in lines], piece_bytes,
+                                np.ones(len(piece_bytes), dtype=np.int64), np.full(len(piece_bytes), -1))
     assert cache.encode(["a b"]) is None and len(cache) == 1
     assert cache.encode([" "]) is not None  # the empty word is known from the start
 

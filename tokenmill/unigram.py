@@ -35,7 +35,7 @@ class Pieces:
     unit base[s] + c if that unit's check is s; its piece is the id ending there, or -1. A step
     down the trie reads one unit."""
 
-    units: np.ndarray  # (n, 4) int32: base, check, piece, unused
+    units: np.ndarray  # (n, 3) int32: base, check, piece
     longest: int  # bytes of the longest piece
     scores: np.ndarray  # float64 of each piece's float32 score
     unknown_score: float
@@ -92,7 +92,7 @@ def _double_array(first_child: np.ndarray, child_count: np.ndarray, leading: np.
     """Place the trie (nodes numbered breadth first, children together) in a double array: each
     node's children go to the first base where all their units are free, searched from where
     the array stops being nearly full (Darts' heuristic)."""
-    units = np.zeros((2 * len(piece_at) + 512, 4), dtype=np.int32)
+    units = np.zeros((2 * len(piece_at) + 512, 3), dtype=np.int32)
     units[:, 1], units[:, 2] = -1, -1  # check -1: a free unit
     units[0, 1], units[0, 2] = 0, piece_at[0]  # the root
     unit_of = np.zeros(len(piece_at), dtype=np.int64)  # node -> unit
@@ -107,7 +107,7 @@ def _double_array(first_child: np.ndarray, child_count: np.ndarray, leading: np.
         while True:
             position += 1
             if position + 256 >= len(units):
-                grown = np.zeros((2 * len(units), 4), dtype=np.int32)
+                grown = np.zeros((2 * len(units), 3), dtype=np.int32)
                 grown[:, 1], grown[:, 2] = -1, -1
                 grown[:len(units)] = units
                 units = grown

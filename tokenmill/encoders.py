@@ -97,35 +97,22 @@ class Encoder:
         return _merged(spelled, checked.spelled, self._exact([lines[i] for i in np.flatnonzero(~checked.spelled)]))
 
 
-def _merged(spelled_batch: EncodedBatch, spelled: np.ndarray, exact: EncodedBatch) -> EncodedBatch:
-    """The batch with the tokens of the lines not spelled taken from their exact encoding."""
-    counts, (flat, spans) = _spliced(spelled_batch.counts, ~spelled, exact.counts,
-                                     (spelled_batch.flat, exact.flat), (spelled_batch.spans, exact.spans))
-    return EncodedBatch(flat, spans, counts, spelled_batch.roundtrips + exact.roundtrips)
-
-
-def _spliced(counts: np.ndarray, replaced: np.ndarray, other_counts: np.ndarray,
-             *values: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Per-token values of lines end to end (`counts` per line), with the `replaced` lines' taken
-    from the other values instead (`other_counts` per replaced line): the new counts and values.
-    Few lines are replaced, so the values are copied in slices around them."""
-    spliced_counts = counts.copy()
-    spliced_counts[replaced] = other_counts
-    ends = np.cumsum(counts)
-    other_ends = np.cumsum(other_counts)
-    cuts = []  # (own up to, other from, other to, own from) around each replaced line
-    for index, line in enumerate(np.flatnonzero(replaced).tolist()):
-        cuts.append((int(ends[line] - counts[line]), int(other_ends[index] - other_counts[index]),
-                     int(other_ends[index]), int(ends[line])))
-    spliced = []
-    for own, other in values:
-        parts, resume = [], 0
-        for own_to, other_from, other_to, own_from in cuts:
-            parts += [own[resume:own_to], other[other_from:other_to]]
-            resume = own_from
-        parts.append(own[resume:])
-        spliced.append(np.concatenate(parts))
-    return spliced_counts, spliced
+def _merged(batch: EncodedBatch, kept: np.ndarray, other: EncodedBatch) -> EncodedBatch:
+    """The batch with the tokens of the lines not `kept` taken from `other`, which encoded just
+    those lines. Few lines are replaced, so the tokens are copied in slices around them."""
+    counts = batch.counts.copy()
+    counts[~kept] = other.counts
+    ends, other_ends = np.cumsum(batch.counts), np.cumsum(other.counts)
+    flat, spans, resume = [], [], 0
+    for index, line in enumerate(np.flatnonzero(~kept).tolist()):
+        own_to = ends[line] - batch.counts[line]
+        other_from, other_to = other_ends[index] - other.counts[index], other_ends[index]
+        flat += [batch.flat[resume:own_to], other.flat[other_from:other_to]]
+        spans += [batch.spans[resume:own_to], other.spans[other_from:other_to]]
+        resume = ends[line]
+    flat.append(batch.flat[resume:])
+    spans.append(batch.spans[resume:])
+    return EncodedBatch(np.concatenate(flat), np.concatenate(spans), counts, batch.roundtrips + other.roundtrips)
 
 
 def _flat(ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -277,18 +264,8 @@ class SentencePieceEncoder(Encoder):
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         if self.words is None:
             return self._direct(lines)
-        flat, counts = self._ids(lines)
-        return [part.tolist() for part in np.split(flat, np.cumsum(counts)[:-1])] if len(lines) else []
-
-    def _ids(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        words = None if self.words is None else self.words.encode(lines)
-        if words is None:
-            return _flat(self._direct(lines))
-        if not words.unsure.any():
-            return words.flat, words.counts
-        direct_flat, direct_counts = _flat(self._direct([lines[i] for i in np.flatnonzero(words.unsure)]))
-        counts, (flat,) = _spliced(words.counts, words.unsure, direct_counts, (words.flat, direct_flat))
-        return flat, counts
+        batch = self.encode_batch(lines)
+        return [part.tolist() for part in np.split(batch.flat, np.cumsum(batch.counts)[:-1])] if len(lines) else []
 
     def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
         """From the word cache where it has one, with spans read off its pieces (its sure lines

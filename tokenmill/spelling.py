@@ -25,7 +25,7 @@ import numpy as np
 
 from numba import njit
 
-from tokenmill.words import code_points
+from tokenmill.words import code_points, line_lengths, utf8_lines
 
 NO_BYTES = -1  # the length of an id that stands for no fixed text (unknown, control, special)
 
@@ -57,9 +57,8 @@ class Spelling:
     def check(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> Checked:
         """Which lines their ids spell exactly, which of those decode back to themselves, and the
         spans of their tokens."""
-        data = "".join(lines).encode("utf-8", "surrogatepass")
-        spelled, spans = _spell_bytes(np.frombuffer(data, dtype=np.uint8), _lengths(lines), flat, counts,
-                                      self.blob, self.starts, self.lengths, self.dummy_prefix)
+        spelled, spans = _spell_bytes(*utf8_lines(lines), flat, counts, self.blob, self.starts, self.lengths,
+                                      self.dummy_prefix)
         return Checked(spelled, spelled, spans)
 
 
@@ -118,10 +117,6 @@ def _utf8_width(lead: int) -> int:
     return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
 
 
-def _lengths(lines: Sequence[str]) -> np.ndarray:
-    return np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
-
-
 def _layout(pieces: Sequence[bytes | str | None]) -> tuple[np.ndarray, np.ndarray]:
     """Each piece's length (NO_BYTES for None or empty) and where it starts when the pieces are
     laid end to end."""
@@ -158,7 +153,7 @@ class WordPieceSpelling(Spelling):
     def check(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> Checked:
         """Which lines their ids spell (whitespace aside), which of those decode back to
         themselves, and the spans of their tokens."""
-        return Checked(*_spell_words(code_points("".join(lines)), _lengths(lines), flat, counts, self.blob,
+        return Checked(*_spell_words(code_points("".join(lines)), line_lengths(lines), flat, counts, self.blob,
                                      self.starts, self.lengths, self.glued, self.continuing, _WHITE_SPACE))
 
 

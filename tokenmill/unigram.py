@@ -87,13 +87,20 @@ class Pieces:
 
 
 @njit(cache=True, nogil=True)
+def _free_units(size: int) -> np.ndarray:
+    """Double-array units none of which holds a node yet (check -1)."""
+    units = np.zeros((size, 3), dtype=np.int32)
+    units[:, 1], units[:, 2] = -1, -1
+    return units
+
+
+@njit(cache=True, nogil=True)
 def _double_array(first_child: np.ndarray, child_count: np.ndarray, leading: np.ndarray,
                   piece_at: np.ndarray) -> np.ndarray:
     """Place the trie (nodes numbered breadth first, children together) in a double array: each
     node's children go to the first base where all their units are free, searched from where
     the array stops being nearly full (Darts' heuristic)."""
-    units = np.zeros((2 * len(piece_at) + 512, 3), dtype=np.int32)
-    units[:, 1], units[:, 2] = -1, -1  # check -1: a free unit
+    units = _free_units(2 * len(piece_at) + 512)
     units[0, 1], units[0, 2] = 0, piece_at[0]  # the root
     unit_of = np.zeros(len(piece_at), dtype=np.int64)  # node -> unit
     search_from = 1
@@ -107,8 +114,7 @@ def _double_array(first_child: np.ndarray, child_count: np.ndarray, leading: np.
         while True:
             position += 1
             if position + 256 >= len(units):
-                grown = np.zeros((2 * len(units), 3), dtype=np.int32)
-                grown[:, 1], grown[:, 2] = -1, -1
+                grown = _free_units(2 * len(units))
                 grown[:len(units)] = units
                 units = grown
             if units[position, 1] != -1:
@@ -140,13 +146,6 @@ def _double_array(first_child: np.ndarray, child_count: np.ndarray, leading: np.
     return units[:last + 257].copy()  # room for any byte after the last base
 
 
-@njit(cache=True, nogil=True)
-def _child(units: np.ndarray, unit: int, byte: int) -> int:
-    """The unit of `unit`'s child along `byte`, or -1."""
-    child = units[unit, 0] + byte
-    return child if units[unit, 0] > 0 and child < len(units) and units[child, 1] == unit else -1
-
-
 # Trie walks interleaved by best_path: each step down the trie waits on memory, and the walks
 # from different starts are independent, so several in flight keep more of those waits at once
 # (2.4 times faster than one at a time here).
@@ -158,10 +157,9 @@ def best_path(data: np.ndarray, units: np.ndarray, scores: np.ndarray, unknown_s
               out: np.ndarray, at: int, best: np.ndarray, second: np.ndarray, from_position: np.ndarray, from_piece: np.ndarray,
               match_count: np.ndarray, match_end: np.ndarray, match_piece: np.ndarray) -> tuple[int, float, float]:
     """Write the ids of the best segmentation of `data` (a normalized word, "▁" first) to `out`
-    from `at` on;
-    return how many, its score, and its margin over the second best path (inf if none). The
-    other arrays are scratch space: len(data) + 1 rows, match_end and match_piece as many
-    columns as the longest piece has bytes."""
+    from `at` on; return how many, its score, and its margin over the second best path (inf if
+    none). The other arrays are scratch space: len(data) + 1 rows, match_end and match_piece as
+    many columns as the longest piece has bytes."""
     size = len(data)
     _matches(data, units, match_count, match_end, match_piece)
     best[:size + 1] = -np.inf

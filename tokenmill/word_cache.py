@@ -37,15 +37,17 @@ from numba import njit
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from tokenmill.unigram import Pieces, segment_words
+from tokenmill.words import utf8_lines
 
 MAX_WORDS = 1 << 20
 MAX_KEY_BYTES = 32 << 20
 _GROUP_BYTES = 1 << 14  # new BPE words are encoded in lines of about this many bytes
 
-# A row of the table per word: its hash, where its bytes start in the keys and how many
-# there are (EMPTY: a free row), and where its ids start and how many there are (-1: none,
-# the lines holding the word go to sentencepiece). Unigram words also have a row of floats:
-# the best path's score and its margin over the second best.
+# A row of the table per word: its code (`_key_code`), where its bytes start in the keys and
+# how many there are (EMPTY: a free row), and where its ids start and how many there are (-1:
+# none, the lines holding the word go to sentencepiece). Each word also has a row of floats:
+# its best path's score and the line score it is sure after (`tokenmill.unigram.sure_before`;
+# 0 and inf for a BPE word).
 _HASH, _KEY_START, _KEY_LENGTH, _ID_START, _ID_LENGTH = range(5)
 _PACKED = 7  # bytes of a word whose code is the word itself
 _SCORE, _SURE_BEFORE = range(2)
@@ -117,9 +119,8 @@ class WordCache:
     def encode(self, lines: Sequence[str]) -> Words | None:
         """The lines' ids and spans, and which lines are unsure; None if the model proves not to
         encode words apart."""
-        data = np.frombuffer("".join(lines).encode("utf-8", "surrogatepass"), dtype=np.uint8)
-        starts, ends, line_words, meta_symbol = _split(data, np.fromiter(map(len, lines), dtype=np.int64,
-                                                                         count=len(lines)))
+        data, line_chars = utf8_lines(lines)
+        starts, ends, line_words, meta_symbol = _split(data, line_chars)
         self._reserve(len(starts), len(data) + len(starts))
         row_of, pending, self._words, self._key_bytes = _look_up(data, starts, ends, self._rows, self._keys,
                                                                  self._words, self._key_bytes)
@@ -153,7 +154,9 @@ class WordCache:
             self.clear()
         if 2 * (self._words + words) > len(self._rows):  # at most half full, so probes stay short
             size = _grown(len(self._rows), 2 * (self._words + words))
-            self._rows, self._floats = _rehashed(self._rows, self._floats, size)
+            rows, floats = _empty_rows(size), _empty_floats(size)
+            _rehash(self._rows, self._floats, rows, floats)
+            self._rows, self._floats = rows, floats
         if self._key_bytes + key_bytes > len(self._keys):
             self._keys = _resized(self._keys, _grown(len(self._keys), self._key_bytes + key_bytes))
 
@@ -351,20 +354,17 @@ def _same(data: np.ndarray, start: int, keys: np.ndarray, key_start: int, length
 
 
 @njit(cache=True, nogil=True)
-def _rehashed(rows: np.ndarray, floats: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The words of `rows` (and their floats) in a table of `size` rows (a power of two)."""
-    grown = np.zeros((size, 5), dtype=np.int64)
-    grown[:, _KEY_LENGTH] = EMPTY
-    grown_floats = np.zeros((size, 2))
-    grown_floats[:, _SURE_BEFORE] = np.inf
+def _rehash(rows: np.ndarray, floats: np.ndarray, grown: np.ndarray, grown_floats: np.ndarray) -> None:
+    """Put the words of `rows` (and their floats) in the empty, larger table `grown` (a power of
+    two rows)."""
+    mask = len(grown) - 1
     for row in range(len(rows)):
         if rows[row, _KEY_LENGTH] != EMPTY:
-            target = _slot(rows[row, _HASH], size - 1)
+            target = _slot(rows[row, _HASH], mask)
             while grown[target, _KEY_LENGTH] != EMPTY:
-                target = (target + 1) & (size - 1)
+                target = (target + 1) & mask
             grown[target] = rows[row]
             grown_floats[target] = floats[row]
-    return grown, grown_floats
 
 
 @njit(cache=True, nogil=True)

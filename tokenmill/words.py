@@ -177,6 +177,17 @@ def code_points(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
 
+def line_lengths(lines: Sequence[str]) -> np.ndarray:
+    """How many characters each line has."""
+    return np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+
+
+def utf8_lines(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The lines' UTF-8 bytes end to end (a lone surrogate kept as three bytes), and how many
+    characters each line has: what the compiled loops walk a batch by."""
+    return np.frombuffer("".join(lines).encode("utf-8", "surrogatepass"), dtype=np.uint8), line_lengths(lines)
+
+
 class JoinedLines:
     """Lines end to end, `separator` between them: the text, its code points, and each line's
     length and start in it."""
@@ -185,7 +196,7 @@ class JoinedLines:
         self.lines = lines
         self.text = separator.join(lines)
         self.codes = code_points(self.text)
-        self.lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+        self.lengths = line_lengths(lines)
         strides = self.lengths + len(separator)
         self.starts = np.cumsum(strides) - strides
 

@@ -36,7 +36,6 @@ class Pieces:
     down the trie reads one unit."""
 
     units: np.ndarray  # (n, 3) int32: base, check, piece
-    longest: int  # bytes of the longest piece
     scores: np.ndarray  # float64 of each piece's float32 score
     unknown_score: float
     byte_ids: np.ndarray  # the id of "<0xAB>" for each byte
@@ -74,8 +73,7 @@ class Pieces:
         scores = np.array([piece.score for piece in proto.pieces], dtype=np.float32).astype(np.float64)
         units = _double_array(np.array(first_child, dtype=np.int64), np.array(child_count, dtype=np.int64),
                               np.array(leading, dtype=np.int64), np.array(piece_at, dtype=np.int64))
-        longest = max((len(proto.pieces[i].piece.encode("utf-8")) for i in normal), default=1)
-        return cls(units, longest, scores, float(np.float32(lowest - UNKNOWN_PENALTY)), byte_ids)
+        return cls(units, scores, float(np.float32(lowest - UNKNOWN_PENALTY)), byte_ids)
 
     @staticmethod
     def applies(model: bytes) -> bool:
@@ -146,22 +144,18 @@ def _double_array(first_child: np.ndarray, child_count: np.ndarray, leading: np.
     return units[:last + 257].copy()  # room for any byte after the last base
 
 
-# Trie walks interleaved by best_path: each step down the trie waits on memory, and the walks
-# from different starts are independent, so several in flight keep more of those waits at once
-# (2.4 times faster than one at a time here).
-_WALKERS = 4
-
-
 @njit(cache=True, nogil=True)
 def best_path(data: np.ndarray, units: np.ndarray, scores: np.ndarray, unknown_score: float, byte_ids: np.ndarray,
-              out: np.ndarray, at: int, best: np.ndarray, second: np.ndarray, from_position: np.ndarray, from_piece: np.ndarray,
-              match_count: np.ndarray, match_end: np.ndarray, match_piece: np.ndarray) -> tuple[int, float, float]:
+              out: np.ndarray, at: int, best: np.ndarray, second: np.ndarray, from_position: np.ndarray,
+              from_piece: np.ndarray) -> tuple[int, float, float]:
     """Write the ids of the best segmentation of `data` (a normalized word, "▁" first) to `out`
     from `at` on; return how many, its score, and its margin over the second best path (inf if
-    none). The other arrays are scratch space: len(data) + 1 rows, match_end and match_piece as
-    many columns as the longest piece has bytes."""
-    size = len(data)
-    _matches(data, units, match_count, match_end, match_piece)
+    none). The other arrays are scratch space of len(data) + 1 rows.
+
+    As sentencepiece does it: from each character boundary in turn, whose best path is known
+    by then, one walk down the trie offers each piece starting there to the paths ending where
+    the piece ends (shortest first; the first of equal scores stays best)."""
+    size, unit_count = len(data), len(units)
     best[:size + 1] = -np.inf
     second[:size + 1] = -np.inf
     best[0] = 0.0
@@ -169,16 +163,25 @@ def best_path(data: np.ndarray, units: np.ndarray, scores: np.ndarray, unknown_s
     while start < size:
         width = _width(data[start])
         before, runner_up = best[start], second[start]
-        single = False
-        for match in range(match_count[start] + 1):
-            if match < match_count[start]:
-                end, piece = match_end[start, match], match_piece[start, match]
-                score = scores[piece]
-                single |= end - start == width
-            elif single:
-                break
-            else:  # no piece of exactly this character: an unknown one
-                end, piece, score = min(start + width, size), -1, unknown_score
+        single = False  # a piece of exactly this character
+        node, end, walking = 0, start, True
+        while walking:
+            piece = -1
+            if end < size:
+                base = units[node, 0]
+                child = base + data[end]
+                if base > 0 and child < unit_count and units[child, 1] == node:  # a step down the trie
+                    node, end = child, end + 1
+                    piece = units[child, 2]
+                    if piece < 0:
+                        continue
+                    single |= end - start == width
+                    score = scores[piece]
+            if piece < 0:  # the walk is over: an unknown character, unless a piece was exactly that
+                walking = False
+                if single:
+                    break
+                end, score = min(start + width, size), unknown_score
             # Keep the best two scores of paths ending at `end`, and where the best comes from.
             first = before + score
             if first > best[end]:
@@ -208,46 +211,6 @@ def best_path(data: np.ndarray, units: np.ndarray, scores: np.ndarray, unknown_s
 
 
 @njit(cache=True, nogil=True)
-def _matches(data: np.ndarray, units: np.ndarray, match_count: np.ndarray, match_end: np.ndarray,
-             match_piece: np.ndarray) -> None:
-    """For each character boundary of `data`, the pieces that start there (where each ends and
-    its id, shortest first), found by _WALKERS trie walks a step at a time in turn."""
-    size, unit_count = len(data), len(units)
-    node = np.zeros(_WALKERS, dtype=np.int64)
-    position = np.zeros(_WALKERS, dtype=np.int64)
-    start = np.full(_WALKERS, -1, dtype=np.int64)
-    following = 0  # the next start to hand to a free walker
-    walking = 0
-    for walker in range(_WALKERS):
-        if following < size:
-            start[walker], position[walker] = following, following
-            match_count[following] = 0
-            following += _width(data[following])
-            walking += 1
-    while walking:
-        for walker in range(_WALKERS):
-            origin = start[walker]
-            if origin < 0:
-                continue
-            at, here = position[walker], node[walker]
-            base = units[here, 0]
-            child = base + data[at] if at < size and base > 0 else unit_count
-            if child < unit_count and units[child, 1] == here:  # a step down the trie
-                node[walker], position[walker] = child, at + 1
-                piece = units[child, 2]
-                if piece >= 0:
-                    match_end[origin, match_count[origin]], match_piece[origin, match_count[origin]] = at + 1, piece
-                    match_count[origin] += 1
-            elif following < size:  # this walk is over: the next start
-                start[walker], node[walker], position[walker] = following, 0, following
-                match_count[following] = 0
-                following += _width(data[following])
-            else:
-                start[walker] = -1
-                walking -= 1
-
-
-@njit(cache=True, nogil=True)
 def _width(lead: int) -> int:
     return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
 
@@ -258,12 +221,12 @@ def segment_words(keys: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pie
     `id_count` on (room for length + 3 each): where each word's ids start, how many (-1 for a
     word longer than MAX_WORD, left to sentencepiece), its score, the score a line may have
     before it for sentencepiece to choose the same (`sure_before`), and the ids' new end."""
-    return _segment_words(keys, starts, lengths, pieces.units, pieces.longest, pieces.scores, pieces.unknown_score,
+    return _segment_words(keys, starts, lengths, pieces.units, pieces.scores, pieces.unknown_score,
                           pieces.byte_ids, ids, id_count)
 
 
 @njit(cache=True, nogil=True)
-def _segment_words(keys: np.ndarray, starts: np.ndarray, lengths: np.ndarray, units: np.ndarray, longest: int,
+def _segment_words(keys: np.ndarray, starts: np.ndarray, lengths: np.ndarray, units: np.ndarray,
                    scores: np.ndarray, unknown_score: float, byte_ids: np.ndarray, ids: np.ndarray,
                    id_count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     id_starts = np.empty(len(starts), dtype=np.int64)
@@ -275,8 +238,6 @@ def _segment_words(keys: np.ndarray, starts: np.ndarray, lengths: np.ndarray, un
     rows = len(word) + 1
     best, second = np.empty(rows), np.empty(rows)
     from_position, from_piece = np.empty(rows, dtype=np.int64), np.empty(rows, dtype=np.int64)
-    match_count = np.empty(rows, dtype=np.int64)
-    match_end, match_piece = np.empty((rows, longest), dtype=np.int64), np.empty((rows, longest), dtype=np.int64)
     for index in range(len(starts)):
         id_starts[index] = id_count
         length = lengths[index]
@@ -284,7 +245,7 @@ def _segment_words(keys: np.ndarray, starts: np.ndarray, lengths: np.ndarray, un
             continue
         word[3:3 + length] = keys[starts[index]:starts[index] + length]
         count, score, margin = best_path(word[:3 + length], units, scores, unknown_score, byte_ids, ids, id_count,
-                                         best, second, from_position, from_piece, match_count, match_end, match_piece)
+                                         best, second, from_position, from_piece)
         id_lengths[index], word_scores[index] = count, score
         limits[index] = sure_before(margin, score, length + 3)
         id_count += count

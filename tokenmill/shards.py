@@ -73,10 +73,12 @@ def measure_in_processes(encoder: Encoder, batches: Iterator[list[str]], process
                 _send(worker.stdin, encoder.recipe | {"name": encoder.name})
             _feed(workers, batches)
             parts = [pickle.load(worker.stdout) for worker in workers]
-        except BaseException:
+        except BaseException as error:
             for worker in workers:
                 worker.kill()
                 worker.wait()
+            if isinstance(error, (BrokenPipeError, EOFError)):  # a worker went away
+                raise WorkerFailed(workers) from error
             raise
     total = parts[0]
     for part in parts[1:]:

@@ -159,12 +159,28 @@ def test_a_worker_that_dies_fails_the_measurement_and_frees_its_feeders(bytebpe_
     monkeypatch.setattr(evaluation, "SHARD_AFTER", 1)
     monkeypatch.setattr(evaluation, "BATCH_LINES", 16)
     before = threading.active_count()
-    shards.start(2)[0].kill()  # dies before it reads anything: its feeder meets a broken pipe
+    # A batch the encoder cannot take ends the worker that reads it, mid-measurement: its feeder
+    # then meets a broken pipe.
+    poison = [[None]]
     with pytest.raises(shards.WorkerFailed):
-        shards.measure_in_processes(fast, iter([text[i:i + 16] for i in range(0, len(text), 16)] * 20), 2)
+        shards.measure_in_processes(fast, iter(poison + [text[i:i + 16] for i in range(0, len(text), 16)] * 20), 2)
     assert threading.active_count() == before
     assert measure(fast, text) == expected  # the pool recovers
     assert all(worker.poll() is None for worker in shards.start(2))
+
+
+def test_a_worker_dead_before_the_measurement_fails_it_as_a_worker_failure(bytebpe_files, monkeypatch):
+    from tokenmill import shards
+
+    _, fast = version_encoders("v", bytebpe_files, json.loads(bytebpe_files["manifest.json"]))
+    workers = shards.start(2)
+    workers[0].kill()
+    workers[0].wait()
+    with monkeypatch.context() as patched:
+        patched.setattr(shards, "start", lambda processes: workers[:processes])  # as if it died just after
+        with pytest.raises(shards.WorkerFailed):
+            shards.measure_in_processes(fast, iter([lines(16)] * 4), 2)
+    assert all(worker.poll() is None for worker in shards.start(2))  # replaced
 
 
 def test_a_forked_child_leaves_its_parents_workers_alone():

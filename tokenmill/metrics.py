@@ -177,14 +177,22 @@ class MetricsAccumulator:
 
     def _count_ids(self, ids: np.ndarray) -> None:
         """Add a batch of ids to the per-id counts."""
-        if ids.size == 0:
-            return
-        inside = ids < self.vocab_size
-        self._counts += np.bincount(ids[inside], minlength=self.vocab_size)
-        if not inside.all():
-            # A counter, not a bigger bincount: one stray huge id must not allocate gigabytes.
-            beyond, counts = np.unique(ids[~inside], return_counts=True)
+        if _count_inside(ids, self._counts):
+            # A counter, not bigger counts: one stray huge id must not allocate gigabytes.
+            beyond, counts = np.unique(ids[ids >= self.vocab_size], return_counts=True)
             self._beyond.update(dict(zip(beyond.tolist(), counts.tolist())))
+
+
+@njit(cache=True, nogil=True)
+def _count_inside(ids: np.ndarray, counts: np.ndarray) -> int:
+    """Add each id below len(counts) to its count; return how many were not."""
+    beyond = 0
+    for token in ids:
+        if token < len(counts):
+            counts[token] += 1
+        else:
+            beyond += 1
+    return beyond
 
 
 def _batch_text(lines: Sequence[str]) -> JoinedLines:

@@ -43,37 +43,18 @@ class Pieces:
     @classmethod
     def of(cls, model: bytes) -> "Pieces":
         proto = model_pb2.ModelProto.FromString(model)
-        normal = [i for i, piece in enumerate(proto.pieces) if piece.type == Piece.NORMAL]
-        tree: dict = {}  # byte -> subtree; None -> piece id
-        for i in normal:
-            node = tree
-            for byte in proto.pieces[i].piece.encode("utf-8"):
-                node = node.setdefault(byte, {})
-            node[None] = i
-        # Breadth first, each node's children numbered together, sorted by byte.
-        first_child, child_count, leading, piece_at = [0], [0], [0], [tree.get(None, -1)]
-        level = [(0, tree)]
-        while level:
-            following = []
-            for number, node in level:
-                children = sorted(byte for byte in node if byte is not None)
-                first_child[number], child_count[number] = len(piece_at), len(children)
-                for byte in children:
-                    following.append((len(piece_at), node[byte]))
-                    first_child.append(0)
-                    child_count.append(0)
-                    leading.append(byte)
-                    piece_at.append(node[byte].get(None, -1))
-            level = following
-        lowest = min((np.float32(proto.pieces[i].score) for i in normal), default=np.float32(0))
+        kinds = np.array([piece.type for piece in proto.pieces], dtype=np.int64)
+        scores = np.array([piece.score for piece in proto.pieces], dtype=np.float32)
+        normal = sorted((piece.piece.encode("utf-8"), i) for i, piece in enumerate(proto.pieces)
+                        if piece.type == Piece.NORMAL)
+        keys = np.frombuffer(b"".join(key for key, _ in normal), dtype=np.uint8)
+        ends = np.cumsum(np.array([len(key) for key, _ in normal], dtype=np.int64))
+        units = _double_array(*_breadth_first(keys, ends, np.array([i for _, i in normal], dtype=np.int64)))
+        lowest = scores[kinds == Piece.NORMAL].min() if normal else np.float32(0)
         byte_ids = np.full(256, -1, dtype=np.int64)
-        for i, piece in enumerate(proto.pieces):
-            if piece.type == Piece.BYTE:
-                byte_ids[int(piece.piece[3:5], 16)] = i
-        scores = np.array([piece.score for piece in proto.pieces], dtype=np.float32).astype(np.float64)
-        units = _double_array(np.array(first_child, dtype=np.int64), np.array(child_count, dtype=np.int64),
-                              np.array(leading, dtype=np.int64), np.array(piece_at, dtype=np.int64))
-        return cls(units, scores, float(np.float32(lowest - UNKNOWN_PENALTY)), byte_ids)
+        for i in np.flatnonzero(kinds == Piece.BYTE):
+            byte_ids[int(proto.pieces[i].piece[3:5], 16)] = i
+        return cls(units, scores.astype(np.float64), float(np.float32(lowest - UNKNOWN_PENALTY)), byte_ids)
 
     @staticmethod
     def applies(model: bytes) -> bool:
@@ -82,6 +63,54 @@ class Pieces:
         proto = model_pb2.ModelProto.FromString(model)
         return (proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM and proto.trainer_spec.byte_fallback
                 and not any(piece.type == Piece.USER_DEFINED for piece in proto.pieces))
+
+
+@njit(cache=True, nogil=True)
+def _breadth_first(keys: np.ndarray, ends: np.ndarray,
+                   ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The byte trie of sorted keys (key k is keys[ends[k - 1]:ends[k]], of id ids[k]), its
+    nodes numbered breadth first with each node's children together, sorted by byte: each
+    node's first child and how many it has, the byte leading to it, and the id of the key
+    ending there (-1)."""
+    # Depth first, as the sorted keys give it: each adds the nodes past the prefix it shares
+    # with the one before; `path` holds the nodes along the key before.
+    size = (ends[-1] if len(ends) else 0) + 1
+    parent, byte = np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64)
+    piece = np.full(size, -1, dtype=np.int64)
+    path = np.zeros(size, dtype=np.int64)
+    nodes, before, before_length = 1, 0, 0
+    for key in range(len(ends)):
+        start = ends[key - 1] if key else 0
+        length = ends[key] - start
+        shared = 0
+        while shared < min(length, before_length) and keys[start + shared] == keys[before + shared]:
+            shared += 1
+        for depth in range(shared, length):
+            parent[nodes], byte[nodes] = path[depth], keys[start + depth]
+            path[depth + 1] = nodes
+            nodes += 1
+        piece[path[length]] = ids[key]
+        before, before_length = start, length
+    # Each node's children, in the order made (by byte), then breadth first from the root.
+    child_count = np.zeros(nodes, dtype=np.int64)
+    for node in range(1, nodes):
+        child_count[parent[node]] += 1
+    first = np.cumsum(child_count) - child_count
+    children, filled = np.empty(nodes, dtype=np.int64), first.copy()
+    for node in range(1, nodes):
+        children[filled[parent[node]]] = node
+        filled[parent[node]] += 1
+    order, number = np.zeros(nodes, dtype=np.int64), np.zeros(nodes, dtype=np.int64)
+    tail = 1
+    for head in range(nodes):
+        for child in children[first[order[head]]:first[order[head]] + child_count[order[head]]]:
+            order[tail], number[child] = child, tail
+            tail += 1
+    first_child = np.zeros(nodes, dtype=np.int64)
+    for position in range(nodes):
+        if child_count[order[position]]:
+            first_child[position] = number[children[first[order[position]]]]
+    return first_child, child_count[order], byte[order], piece[order]
 
 
 @njit(cache=True, nogil=True)

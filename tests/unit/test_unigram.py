@@ -8,7 +8,7 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from tests.text import flores_lines
 from tests.unit.test_word_cache import LANGUAGES, model
-from tokenmill.unigram import MAX_WORD, Pieces, segment_words, sure_before
+from tokenmill.unigram import MAX_WORD, Pieces, _breadth_first, segment_words, sure_before
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +68,18 @@ def test_the_trie_holds_every_normal_piece(unigram):
                 break
         found = unit if unit < 0 else units[unit, 2]
         assert found == (i if piece.type == model_pb2.ModelProto.SentencePiece.NORMAL else -1), piece.piece
+
+
+def test_the_trie_is_numbered_breadth_first_with_children_together():
+    keys = [b"a", b"ab", b"abc", b"b", b"bb"]  # sorted; ids 10..14
+    first_child, child_count, leading, piece_at = _breadth_first(
+        np.frombuffer(b"".join(keys), dtype=np.uint8), np.cumsum([len(key) for key in keys]),
+        np.arange(10, 15, dtype=np.int64))
+    # root; a, b; ab (under a), bb (under b); abc
+    assert leading.tolist() == [0, ord("a"), ord("b"), ord("b"), ord("b"), ord("c")]
+    assert piece_at.tolist() == [-1, 10, 13, 11, 14, 12]
+    assert child_count.tolist() == [2, 1, 1, 1, 0, 0]
+    assert [first_child[node] for node in range(6) if child_count[node]] == [1, 3, 4, 5]
 
 
 def test_long_words_are_left_to_sentencepiece(unigram):

@@ -185,10 +185,10 @@ class MetricsAccumulator:
 
 @njit(cache=True, nogil=True)
 def _count_inside(ids: np.ndarray, counts: np.ndarray) -> int:
-    """Add each id below len(counts) to its count; return how many were not."""
+    """Add each id in 0..len(counts) - 1 to its count; return how many were not."""
     beyond = 0
     for token in ids:
-        if token < len(counts):
+        if 0 <= token < len(counts):
             counts[token] += 1
         else:
             beyond += 1

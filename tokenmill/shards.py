@@ -74,11 +74,13 @@ def measure_in_processes(encoder: Encoder, batches: Iterator[list[str]], process
             _feed(workers, batches)
             parts = [pickle.load(worker.stdout) for worker in workers]
         except BaseException as error:
+            # A worker gone (a broken pipe, an answer cut short): named by the exit codes before the kill.
+            failed = WorkerFailed(workers) if isinstance(error, (OSError, EOFError, pickle.UnpicklingError)) else None
             for worker in workers:
                 worker.kill()
                 worker.wait()
-            if isinstance(error, (BrokenPipeError, EOFError)):  # a worker went away
-                raise WorkerFailed(workers) from error
+            if failed is not None:
+                raise failed from error
             raise
     total = parts[0]
     for part in parts[1:]:

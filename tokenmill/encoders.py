@@ -251,12 +251,12 @@ class SentencePieceEncoder(Encoder):
                          self.processor.unk_id(), byte_ids, {"sentencepiece": model, "cache_words": cache_words},
                          Spelling.of(pieces, dummy_prefix=True))
         self.threads = threads
-        self.words = word_cache(model, self._direct, pieces, byte_ids) if cache_words else None
+        self.words = (word_cache(model_pb2.ModelProto.FromString(model), self._direct, pieces, byte_ids)
+                      if cache_words else None)
 
     @staticmethod
-    def exact_spans(model: bytes) -> bool:
+    def exact_spans(proto: model_pb2.ModelProto) -> bool:
         """Whether a model's pieces spell its input (identity rule, byte fallback, dummy prefix)."""
-        proto = model_pb2.ModelProto.FromString(model)
         normalizer = proto.normalizer_spec
         return (normalizer.name == "identity" and proto.trainer_spec.byte_fallback
                 and normalizer.add_dummy_prefix and not normalizer.remove_extra_whitespaces)
@@ -357,8 +357,9 @@ def version_encoders(name: str, files: dict[str, bytes], manifest: dict) -> tupl
     """The encoder of a version's own library and, where one applies, a faster one to prove on
     each corpus: tiktoken on its rank file, or sentencepiece a word at a time."""
     model = files.get("tokenizer.model")
-    if model is not None and SentencePieceEncoder.exact_spans(model):
-        fast = SentencePieceEncoder(name, model, cache_words=True) if word_cache_applies(model) else None
+    proto = None if model is None else model_pb2.ModelProto.FromString(model)
+    if proto is not None and SentencePieceEncoder.exact_spans(proto):
+        fast = SentencePieceEncoder(name, model, cache_words=True) if word_cache_applies(proto) else None
         return SentencePieceEncoder(name, model), fast
     slow = TokenizersEncoder(name, Tokenizer.from_str(files["tokenizer.json"].decode()))
     info = manifest.get("tiktoken") or {}

@@ -21,7 +21,7 @@ import numpy as np
 
 from numba import njit
 
-from tokenmill.words import JoinedLines, scan_words, word_rule
+from tokenmill.words import code_points, line_lengths, scan_words, word_rule
 
 #: The order of the Rényi entropy, as Zouhar et al. (2023) recommend for efficiency.
 RENYI_ALPHA = 2.5
@@ -90,7 +90,7 @@ class MetricsAccumulator:
         if len(ids) and int(ids.min()) < 0:
             raise ValueError(f"token ids must be >= 0, got {int(ids.min())}")
         self._flush()
-        batch = _batch_text(lines)
+        batch = _BatchText(lines)
         self._lines += len(lines)
         self._characters += int(batch.lengths.sum())
         self._roundtrips += roundtrips
@@ -163,9 +163,9 @@ class MetricsAccumulator:
         if not self._batch:
             return
         self._measure(np.asarray(self._ids, dtype=np.int64), _as_spans(self._token_spans),
-                      np.asarray(self._line_tokens, dtype=np.int64), _batch_text(self._batch))
+                      np.asarray(self._line_tokens, dtype=np.int64), _BatchText(self._batch))
 
-    def _measure(self, ids: np.ndarray, tokens: np.ndarray, line_tokens: np.ndarray, batch: JoinedLines) -> None:
+    def _measure(self, ids: np.ndarray, tokens: np.ndarray, line_tokens: np.ndarray, batch: _BatchText) -> None:
         self._count_ids(ids)
         self._bytes += len(batch.text.encode("utf-8", "surrogatepass")) - (len(self._batch) - 1)
         # Lines are apart in the batch text: a newline joins them.
@@ -195,10 +195,16 @@ def _count_inside(ids: np.ndarray, counts: np.ndarray) -> int:
     return beyond
 
 
-def _batch_text(lines: Sequence[str]) -> JoinedLines:
-    """Lines as one text joined by newlines: a line's spans shift by where it starts, and the
-    newline keeps one line's spans from touching the next's."""
-    return JoinedLines(lines, "\n")
+class _BatchText:
+    """Lines as one text joined by newlines, its code points, and each line's length and start
+    in it: a line's spans shift by where it starts, and the newline keeps one line's spans from
+    touching the next's."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.text = "\n".join(lines)
+        self.codes = code_points(self.text)
+        self.lengths = line_lengths(lines)
+        self.starts = np.cumsum(self.lengths + 1) - (self.lengths + 1)
 
 
 @njit(cache=True, nogil=True)

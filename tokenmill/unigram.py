@@ -20,7 +20,8 @@ import numpy as np
 from numba import njit
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-Piece = model_pb2.ModelProto.SentencePiece
+ModelProto = model_pb2.ModelProto
+Piece = ModelProto.SentencePiece
 UNKNOWN_PENALTY = np.float32(10.0)
 UNIT_ROUNDOFF = 2.0 ** -24  # of float32
 # How far beyond the worst case of float32 rounding a margin must reach to be sure.
@@ -41,8 +42,7 @@ class Pieces:
     byte_ids: np.ndarray  # the id of "<0xAB>" for each byte
 
     @classmethod
-    def of(cls, model: bytes) -> "Pieces":
-        proto = model_pb2.ModelProto.FromString(model)
+    def of(cls, proto: ModelProto) -> "Pieces":
         kinds = np.array([piece.type for piece in proto.pieces], dtype=np.int64)
         scores = np.array([piece.score for piece in proto.pieces], dtype=np.float32)
         normal = sorted((piece.piece.encode("utf-8"), i) for i, piece in enumerate(proto.pieces)
@@ -57,10 +57,9 @@ class Pieces:
         return cls(units, scores.astype(np.float64), float(np.float32(lowest - UNKNOWN_PENALTY)), byte_ids)
 
     @staticmethod
-    def applies(model: bytes) -> bool:
+    def applies(proto: ModelProto) -> bool:
         """Whether words of this model can be segmented here: Unigram with byte fallback, no
         user-defined pieces."""
-        proto = model_pb2.ModelProto.FromString(model)
         return (proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM and proto.trainer_spec.byte_fallback
                 and not any(piece.type == Piece.USER_DEFINED for piece in proto.pieces))
 

@@ -56,27 +56,27 @@ EMPTY = -1
 Encode = Callable[[list[str]], list[list[int]]]
 
 
-def applies(model: bytes) -> bool:
+def applies(proto: model_pb2.ModelProto) -> bool:
     """Whether a model encodes words apart: BPE or Unigram (with byte fallback, no user-defined
     pieces) that normalizes nothing, "▁" only at a piece's start."""
-    proto = model_pb2.ModelProto.FromString(model)
     kind = proto.trainer_spec.model_type
     return (proto.normalizer_spec.name == "identity" and not any("\u2581" in piece.piece[1:] for piece in proto.pieces)
-            and (kind == model_pb2.TrainerSpec.BPE or Pieces.applies(model)))
+            and (kind == model_pb2.TrainerSpec.BPE or Pieces.applies(proto)))
 
 
-def word_cache(model: bytes, encode: Encode, pieces: Sequence[bytes | None], byte_ids: frozenset[int]) -> "WordCache":
+def word_cache(proto: model_pb2.ModelProto, encode: Encode, pieces: Sequence[bytes | None],
+               byte_ids: frozenset[int]) -> "WordCache":
     """The cache for a model `applies` accepts; `encode` is sentencepiece's, line by line, and
     `pieces` the bytes each id stands for ("▁" a space; None: no fixed bytes)."""
     piece_byte = np.array([piece[0] if i in byte_ids else -1 for i, piece in enumerate(pieces)], dtype=np.int64)
     piece_chars = np.array([0 if piece is None else len(piece.decode("utf-8", "replace")) for piece in pieces],
                            dtype=np.int64)
-    if model_pb2.ModelProto.FromString(model).trainer_spec.model_type == model_pb2.TrainerSpec.BPE:
+    if proto.trainer_spec.model_type == model_pb2.TrainerSpec.BPE:
         # How many bytes of the normalized text ("▁": three) each id stands for, or -1.
         piece_bytes = np.array([1 if i in byte_ids else -1 if piece is None else len(piece) + 2 * piece.count(b" ")
                                 for i, piece in enumerate(pieces)], dtype=np.int64)
         return BpeWords(encode, piece_bytes, piece_chars, piece_byte)
-    return UnigramWords(Pieces.of(model), piece_chars, piece_byte)
+    return UnigramWords(Pieces.of(proto), piece_chars, piece_byte)
 
 
 class Words(NamedTuple):

@@ -188,19 +188,6 @@ def utf8_lines(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer("".join(lines).encode("utf-8", "surrogatepass"), dtype=np.uint8), line_lengths(lines)
 
 
-class JoinedLines:
-    """Lines end to end, `separator` between them: the text, its code points, and each line's
-    length and start in it."""
-
-    def __init__(self, lines: Sequence[str], separator: str = "") -> None:
-        self.lines = lines
-        self.text = separator.join(lines)
-        self.codes = code_points(self.text)
-        self.lengths = line_lengths(lines)
-        strides = self.lengths + len(separator)
-        self.starts = np.cumsum(strides) - strides
-
-
 def count_words(text: str) -> int:
     """Return the number of words of `text` under the rule of this module."""
     return len(word_spans(text))

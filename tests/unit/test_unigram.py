@@ -16,6 +16,10 @@ def unigram() -> bytes:
     return model("unigram")
 
 
+def pieces_of(model_bytes: bytes) -> Pieces:
+    return Pieces.of(model_pb2.ModelProto.FromString(model_bytes))
+
+
 def segmented(words: list[str], pieces: Pieces):
     keys = [word.encode() for word in words]
     lengths = np.array([len(key) for key in keys], dtype=np.int64)
@@ -29,7 +33,7 @@ def test_words_get_sentencepiece_pieces_and_scores(unigram):
     processor = sentencepiece.SentencePieceProcessor(model_proto=unigram)
     words = sorted({word for line in flores_lines(200, offset=600, languages=LANGUAGES) for word in line.split(" ")})
     words += ["", "👋🏽", "\u2581", "x" * 40, "東京" * 20, "\x01\x7f", "a\u00a0b"]
-    ours, scores, limits = segmented(words, Pieces.of(unigram))
+    ours, scores, limits = segmented(words, pieces_of(unigram))
     theirs = [processor.encode(" " + word)[1:] if not word else processor.encode(word) for word in words]
     # Where the best path wins by more than rounding at the start of a line, sentencepiece
     # (alone on the word) takes it too.
@@ -55,7 +59,7 @@ def test_words_get_sentencepiece_pieces_and_scores(unigram):
 
 
 def test_the_trie_holds_every_normal_piece(unigram):
-    pieces = Pieces.of(unigram)
+    pieces = pieces_of(unigram)
     proto = model_pb2.ModelProto.FromString(unigram)
     units = pieces.units
     for i, piece in enumerate(proto.pieces):
@@ -83,7 +87,7 @@ def test_the_trie_is_numbered_breadth_first_with_children_together():
 
 
 def test_long_words_are_left_to_sentencepiece(unigram):
-    ids, _, _ = segmented(["a" * (MAX_WORD + 1), "a" * MAX_WORD], Pieces.of(unigram))
+    ids, _, _ = segmented(["a" * (MAX_WORD + 1), "a" * MAX_WORD], pieces_of(unigram))
     assert ids[0] is None and len(ids[1]) > 0
 
 

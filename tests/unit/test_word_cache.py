@@ -44,7 +44,7 @@ def encoders(model_bytes: bytes) -> tuple[SentencePieceEncoder, SentencePieceEnc
 
 def test_a_word_at_a_time_gives_sentencepiece_ids(either):
     direct, cached = encoders(either)
-    assert word_cache.applies(either) and cached.engine == "sentencepiece+word cache"
+    assert word_cache.applies(model_pb2.ModelProto.FromString(either)) and cached.engine == "sentencepiece+word cache"
     held_out = flores_lines(300, offset=500, languages=LANGUAGES)
     # Long lines: a Unigram line's score before a word grows with them, and float32 rounding
     # with it, until the rule sends the line to sentencepiece.
@@ -116,12 +116,12 @@ def test_no_lines_and_a_failing_encode_leave_nothing_behind(bpe):
 def test_only_models_that_normalize_nothing_apply(bpe):
     proto = model_pb2.ModelProto.FromString(bpe)
     proto.pieces.add(piece="a\u2581b", score=0.0, type=model_pb2.ModelProto.SentencePiece.USER_DEFINED)
-    assert not word_cache.applies(proto.SerializeToString())
+    assert not word_cache.applies(proto)
     proto = model_pb2.ModelProto.FromString(bpe)
     proto.normalizer_spec.name = "nmt_nfkc"
-    assert not word_cache.applies(proto.SerializeToString())
+    assert not word_cache.applies(proto)
     unigram = model_pb2.ModelProto.FromString(model("unigram"))
-    assert word_cache.applies(unigram.SerializeToString())
+    assert word_cache.applies(unigram)
     # sentencepiece's bonus for user-defined pieces has changed between releases: not modelled.
     unigram.pieces.add(piece="<x>", score=0.0, type=model_pb2.ModelProto.SentencePiece.USER_DEFINED)
-    assert not word_cache.applies(unigram.SerializeToString())
+    assert not word_cache.applies(unigram)

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-refs.txt | sha256sum | cut -c1-12)
 
-.PHONY: install up test test-unit bench clean
+.PHONY: install up test test-unit bench docs clean
 
 install: $(STAMP)
 
@@ -28,6 +28,11 @@ test-unit: install
 
 bench: install
 	$(BIN)/python -m benchmarks.run
+
+# Refresh the README's screenshots from a browser test run (tests never write to docs/).
+docs: install
+	$(BIN)/python -m pytest tests/browser
+	cp build/screenshots/*.png docs/
 
 clean:
 	rm -rf $(VENV) .tokenmill

@@ -18,6 +18,8 @@ from sqlalchemy import create_engine, text
 
 POSTGRES_URL = os.environ.get("TOKENMILL_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("TOKENMILL_TEST_REDIS", "redis://127.0.0.1:6379/0")
+# The first of the Redis databases a run's workers consume (two in a row): parallel runs pick apart ones.
+REDIS_DB_BASE = int(os.environ.get("TOKENMILL_TEST_REDIS_DB", "7"))
 REPO = Path(__file__).resolve().parent.parent
 CORPORA = REPO.parent / "shared" / "corpora"
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}

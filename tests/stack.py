@@ -35,7 +35,7 @@ def stack(settings, tmp_path_factory):
     """Base URL of an API process, with a worker process consuming its queue."""
     import redis
 
-    redis_db = 7
+    redis_db = services.REDIS_DB_BASE
     redis.Redis.from_url(settings.broker_url.rsplit("/", 1)[0] + f"/{redis_db}").flushdb()
     env = process_env(settings, redis_db)
     logs = tmp_path_factory.mktemp("logs")

@@ -85,6 +85,8 @@ class TrainingJob(Base):
     attempts: Mapped[int] = mapped_column(default=0)
     error: Mapped[str | None] = mapped_column(Text)
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    # The SHA-256 of the request that made the job: the same key with another body is refused.
+    request_sha256: Mapped[str | None] = mapped_column(String(64))
     version: Mapped[int | None]
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
@@ -124,9 +126,11 @@ class EvaluationRun(Base):
     reference: Mapped[str | None] = mapped_column(String(50))
     corpus_ids: Mapped[list[str]] = mapped_column(Json)
     status: Mapped[str] = mapped_column(String(20), default="queued")
+    attempts: Mapped[int] = mapped_column(default=0, server_default="0")
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(Timestamp)
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
@@ -149,3 +153,16 @@ class Evaluation(Base):
     word_rule: Mapped[str] = mapped_column(String(50))
     metrics: Mapped[dict[str, Any]] = mapped_column(Json)
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class WebSession(Base):
+    """A dashboard sign-in: the cookie names this row, and signing out ends it for good."""
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    # The SHA-256 of the API key signed in with: revoking the key ends its sessions too.
+    key_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(Timestamp)

@@ -32,6 +32,18 @@ class Settings(BaseSettings):
     sweep_running_after: int = 3 * 3600 + 600
 
     max_upload_bytes: int = 50 * 1024**3
+    # Hostile input is bounded before it costs anything (README, "Limits").
+    max_line_bytes: int = 8 * 1024**2  # one document (a line of text or of JSON), decompressed
+    max_json_body_bytes: int = 1024**2  # a JSON request body (uploads are multipart and stream)
+    encode_timeout_seconds: float = 5.0  # one playground/API encode, run outside the API process
+    # A worker child over this resident memory fails its job and exits (the kernel's OOM killer never gets to it).
+    job_max_memory_bytes: int = 8 * 1024**3
+    # A running job's worker touches its row this often; silent for `sweep_silent_after`, it is taken for dead.
+    heartbeat_seconds: float = 10.0
+    sweep_silent_after: int = 120
+    sweep_interval: float = 60.0
+    # Objects without a row are deleted, and multipart uploads aborted, once older than this.
+    orphan_grace_seconds: int = 3600
     api_url: str = "http://127.0.0.1:8000"
 
     @property

@@ -22,7 +22,8 @@ from tests.services import REPO
 CHROMIUM = os.environ.get("TOKENMILL_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-DOCS = REPO / "docs"
+# Screenshots land in build/ (ignored); `make docs` copies them over the README's docs/*.png.
+SCREENSHOTS = REPO / "build" / "screenshots"
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 FAILED_LOAD = re.compile(r"Failed to load resource: the server responded with a status of (\d+)")
@@ -116,8 +117,8 @@ def browse(browser, stack):
 
 
 def screenshot(page: Page, name: str, full_page: bool = True) -> Path:
-    """A PNG of the page in docs/, for the README."""
-    DOCS.mkdir(exist_ok=True)
-    path = DOCS / f"{name}.png"
+    """A PNG of the page in build/screenshots/ (`make docs` refreshes the README's copies)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=full_page)
     return path

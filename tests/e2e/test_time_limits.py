@@ -9,7 +9,7 @@ import redis
 from sqlalchemy import select
 
 from service.queue import Queue
-from tests.services import CORPORA
+from tests.services import CORPORA, REDIS_DB_BASE
 from tests.stack import process_env
 from tests.waiting import UNFINISHED, until
 from tokenmill.db import transaction
@@ -20,7 +20,7 @@ from tokenmill.pipeline import TIME_LIMIT
 from tokenmill.settings import Settings
 from tokenmill.teams import create_team
 
-REDIS_DB = 8
+REDIS_DB = REDIS_DB_BASE + 1
 
 
 @pytest.fixture

@@ -3,38 +3,65 @@
 import logging
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from service import problems, web
+from service.inputs import check_request_values
+from service.middleware import Authentication, BodyLimit
 from service.queue import Queue
 from service.routes import corpora, evaluations, health, jobs, tokenizers
+from tokenmill import sandbox
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.settings import DEVELOPMENT_SECRET, Settings, get_settings
 from tokenmill.store import open_store
 
 log = logging.getLogger(__name__)
 
+# Secrets anyone can read: the settings' default, and the one docker-compose.yml used to default to.
+PUBLIC_SECRETS = frozenset({DEVELOPMENT_SECRET, "change-me", ""})
+
+
+class InsecureSecretKey(RuntimeError):
+    """The API would sign dashboard cookies with a secret anyone knows."""
+
+
+def check_secret_key(settings: Settings) -> None:
+    """Refuse a public secret key, except on SQLite (the embedded, one-machine mode), where a warning does."""
+    if settings.secret_key.get_secret_value() not in PUBLIC_SECRETS:
+        return
+    if settings.database_url.startswith("sqlite"):
+        log.warning("TOKENMILL_SECRET_KEY is not set: dashboard cookies are signed with a public development key")
+        return
+    raise InsecureSecretKey(
+        "TOKENMILL_SECRET_KEY is unset or a public default, so anyone could forge dashboard sessions: set it to a "
+        "long random value, e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """A Tokenmill API wired to the database, broker and store the settings name."""
     settings = settings or get_settings()
+    check_secret_key(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        if settings.secret_key.get_secret_value() == DEVELOPMENT_SECRET:
-            log.warning("TOKENMILL_SECRET_KEY is not set: dashboard cookies are signed with a public development key")
         engine = make_engine(settings.database_url)
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.store = open_store(settings.storage_url, settings.s3_endpoint_url)
         app.state.queue = Queue(settings)
         app.state.settings = settings
+        sandbox.start(settings.encode_timeout_seconds)  # warm encode processes before the first request
         yield
+        sandbox.close()
         app.state.queue.close()
         engine.dispose()
 
     app = FastAPI(title="Tokenmill", version="0.1.0", lifespan=lifespan,
-                  description="Train, version and evaluate tokenizers.")
+                  description="Train, version and evaluate tokenizers.",
+                  dependencies=[Depends(check_request_values)])
     problems.install(app)
+    # The last added runs first: authenticate, then cap the body, before any route reads it.
+    app.add_middleware(BodyLimit, settings=settings)
+    app.add_middleware(Authentication)
     for module in (health, corpora, jobs, tokenizers, evaluations):
         app.include_router(module.router)
     app.mount("/static", web.static_files(), name="static")

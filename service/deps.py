@@ -3,15 +3,18 @@
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, Header, Query, Request
-from sqlalchemy.orm import Session
+from fastapi import Depends, Query, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session, sessionmaker
 
+from service.inputs import MAX_PAGE
+from service.middleware import TEAM_STATE
 from service.queue import Queue
+from tokenmill.errors import Unauthorized
 from tokenmill.models import Team
 from tokenmill.pagination import MAX_LIMIT, Page
 from tokenmill.settings import Settings
 from tokenmill.store import ObjectStore
-from tokenmill.teams import authenticate
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -28,6 +31,14 @@ def get_session(request: Request) -> Iterator[Session]:
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def get_sessionmaker(request: Request) -> sessionmaker[Session]:
+    """For routes that must not hold a session while they stream: they open short transactions."""
+    return request.app.state.sessionmaker
+
+
+SessionmakerDep = Annotated[sessionmaker[Session], Depends(get_sessionmaker)]
 
 
 def get_store(request: Request) -> ObjectStore:
@@ -47,22 +58,23 @@ SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 QueueDep = Annotated[Queue, Depends(get_queue)]
 
 
-def bearer_key(authorization: Annotated[str | None, Header()] = None) -> str | None:
-    if not authorization:
-        return None
-    scheme, _, key = authorization.partition(" ")
-    return key.strip() if scheme.lower() == "bearer" else None
+# Declares the scheme in the OpenAPI document; the key itself was checked by the Authentication middleware.
+API_KEY = HTTPBearer(auto_error=False, description="the team's API key")
 
 
-def get_team(session: SessionDep, key: Annotated[str | None, Depends(bearer_key)]) -> Team:
-    return authenticate(session, key)
+def get_team(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(API_KEY)]) -> Team:
+    """The team whose API key the Authentication middleware found (it answers 401 itself otherwise)."""
+    team = getattr(request.state, TEAM_STATE, None)
+    if team is None:
+        raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
+    return team
 
 
 TeamDep = Annotated[Team, Depends(get_team)]
 
 
 def get_page(
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
 ) -> Page:
     return Page(page=page, limit=limit)

@@ -1,25 +1,80 @@
-"""RFC 9457 problem+json: every error the API returns, rendered in one place."""
+"""RFC 9457 problem+json: every error the API returns, rendered in one place.
+
+Besides the domain errors (tokenmill/errors.py) and FastAPI's validation errors, three
+families of faults get an honest answer rather than a bare 500:
+
+- the database or the object store is unreachable: 503 with `Retry-After`;
+- a value the database cannot hold (a NUL character, a lone surrogate, an integer out of
+  range) slipped past the checks at the edge: 422;
+- anything else: 500 with a generic detail. Its traceback and text go to the log only, as
+  do the hosts and URLs of the 503s: a tenant never sees them.
+"""
+
+import logging
+import uuid
+from http import HTTPStatus
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DataError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 
 from tokenmill.errors import TokenmillError
+from tokenmill.store import TRANSIENT_ERRORS
+
+log = logging.getLogger(__name__)
 
 MEDIA_TYPE = "application/problem+json"
+RETRY_AFTER_SECONDS = 5
+# The database did not answer: its server is down or unreachable, or the pool is exhausted.
+DATABASE_UNAVAILABLE: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, PoolTimeout)
 
 
-def problem(status: int, title: str, detail: str, **extra) -> JSONResponse:
+def problem(status: int, title: str, detail: str, headers: dict[str, str] | None = None, **extra) -> JSONResponse:
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail}
     body.update({key: value for key, value in extra.items() if value is not None})
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
+    headers = dict(headers or {})
+    if status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers or None)
 
 
 def domain_problem(request: Request, exc: TokenmillError) -> JSONResponse:
     """The problem+json of a domain error (also for routes that catch it to answer a form)."""
-    return problem(exc.status, exc.title, exc.detail, field=exc.field, instance=request.url.path)
+    retry_after = getattr(exc, "retry_after", None)
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+    return problem(exc.status, exc.title, exc.detail, headers=headers, field=exc.field, instance=request.url.path)
+
+
+def unavailable(path: str, what: str, exc: BaseException) -> JSONResponse:
+    """503: `what` ("database", "object store") did not answer; the reason is logged, not shown."""
+    log.warning("%s unavailable during %s: %s: %s", what, path, type(exc).__name__, exc)
+    return problem(503, "Service unavailable", f"the {what} is not answering; try again in a few seconds",
+                   headers={"Retry-After": str(RETRY_AFTER_SECONDS)}, instance=path)
+
+
+def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    return unavailable(request.url.path, "database", exc)
+
+
+def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    return unavailable(request.url.path, "object store", exc)
+
+
+def _unstorable_value(request: Request, exc: Exception) -> JSONResponse:
+    # The edge checks (service/inputs.py) name the field; this is the net under them.
+    log.info("refused a value the database cannot hold on %s: %s", request.url.path, type(exc).__name__)
+    return problem(422, "Invalid input", "a value in the request cannot be stored: it holds a NUL character or "
+                   "a lone surrogate, or a number is out of range", instance=request.url.path)
+
+
+def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    incident = uuid.uuid4().hex[:12]
+    log.error("unexpected error %s on %s %s", incident, request.method, request.url.path, exc_info=exc)
+    return problem(500, "Internal error", f"something went wrong on our side (incident {incident}); "
+                   "it has been logged", instance=request.url.path)
 
 
 def _field_error(err: dict) -> dict[str, str]:
@@ -40,12 +95,23 @@ def _validation_error(request: Request, exc: RequestValidationError) -> JSONResp
 
 
 def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
-    return problem(exc.status_code, str(exc.detail), str(exc.detail), instance=request.url.path)
+    try:
+        title = HTTPStatus(exc.status_code).phrase
+    except ValueError:  # a status outside the standard's list
+        title = str(exc.detail)
+    return problem(exc.status_code, title, str(exc.detail), headers=exc.headers, instance=request.url.path)
 
 
 def install(app: FastAPI) -> None:
-    """Render domain errors, validation errors and HTTP errors as problem+json."""
+    """Render every error as problem+json: domain, validation and HTTP errors, faults, and the unexpected."""
     app.add_exception_handler(TokenmillError, domain_problem)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
-
+    for error in DATABASE_UNAVAILABLE:
+        app.add_exception_handler(error, _database_unavailable)
+    for error in TRANSIENT_ERRORS:
+        app.add_exception_handler(error, _store_unavailable)
+    for error in (DataError, UnicodeEncodeError):
+        app.add_exception_handler(error, _unstorable_value)
+    # Starlette runs the handler for Exception outermost, then re-raises for the server's log.
+    app.add_exception_handler(Exception, _unexpected)

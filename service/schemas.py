@@ -4,7 +4,9 @@ import uuid
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from tokenmill.versions import vocabulary_notes
 
 T = TypeVar("T")
 
@@ -82,6 +84,17 @@ class VersionOut(BaseModel):
     peak_memory_bytes: int
     job_id: uuid.UUID | None
     created_at: datetime
+
+    @computed_field
+    @property
+    def requested_vocab_size(self) -> int:
+        return self.spec.get("vocab_size", self.vocab_size)
+
+    @computed_field
+    @property
+    def notes(self) -> list[str]:
+        """What a person should know of this version (a vocabulary smaller than asked for)."""
+        return vocabulary_notes(self.spec, self.vocab_size)
 
 
 class TokenizerOut(BaseModel):

@@ -39,6 +39,7 @@ def settings(database_url, broker_url, s3_endpoint) -> Settings:
         broker_url=broker_url,
         storage_url=f"s3://{bucket}/run-{uuid.uuid4().hex[:8]}",
         s3_endpoint_url=s3_endpoint,
+        secret_key=services.SECRET_KEY,
     )
 
 

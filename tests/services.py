@@ -22,6 +22,8 @@ REDIS_URL = os.environ.get("TOKENMILL_TEST_REDIS", "redis://127.0.0.1:6379/0")
 REDIS_DB_BASE = int(os.environ.get("TOKENMILL_TEST_REDIS_DB", "7"))
 REPO = Path(__file__).resolve().parent.parent
 CORPORA = REPO.parent / "shared" / "corpora"
+# The API refuses to serve PostgreSQL with the public development secret.
+SECRET_KEY = f"test-secret-{uuid.uuid4().hex}"
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
 

@@ -7,6 +7,9 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -26,6 +29,7 @@ def process_env(settings, redis_db: int) -> dict[str, str]:
         "TOKENMILL_BROKER_URL": settings.broker_url.rsplit("/", 1)[0] + f"/{redis_db}",
         "TOKENMILL_STORAGE_URL": settings.storage_url,
         "TOKENMILL_S3_ENDPOINT_URL": settings.s3_endpoint_url,
+        "TOKENMILL_SECRET_KEY": settings.secret_key.get_secret_value(),
     })
     return env
 
@@ -64,3 +68,24 @@ def stack(settings, tmp_path_factory):
 
 def unique(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:6]}"
+
+
+@contextmanager
+def api_process(settings, log: Path, **env: str) -> Iterator[str]:
+    """The base URL of a `tokenmill serve` on the test services, with `env` added to its environment."""
+    environment = process_env(settings, services.REDIS_DB_BASE) | env
+    port = services.free_port()
+    with log.open("wb") as out:
+        process = subprocess.Popen([sys.executable, "-m", "tokenmill", "serve", "--port", str(port)],
+                                   env=environment, stdout=out, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            services.wait_for(lambda: httpx.get(f"{base}/healthz").status_code == 200, "tokenmill API", 60)
+            yield base
+        finally:
+            process.terminate()
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -28,9 +28,10 @@ def serve(host: str, port: int) -> None:
 
 
 def _beat_schedule() -> str:
-    import tempfile
-
-    return str(Path(tempfile.gettempdir()) / "tokenmill-beat-schedule")
+    # Under the instance's home: two instances on one machine never share (or clobber) a schedule.
+    home = get_settings().home
+    home.mkdir(parents=True, exist_ok=True)
+    return str(home / "beat-schedule")
 
 
 def worker(concurrency: int, with_beat: bool = False) -> None:
@@ -93,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("up", help="embedded mode: SQLite, a local folder and a local transport; API + worker")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--home", type=Path, default=Path(".tokenmill"))
+    p.add_argument("--home", type=Path, help="where the data lives (default: TOKENMILL_HOME, or ./.tokenmill)")
     teams = sub.add_parser("teams", help="manage teams").add_subparsers(dest="teams_command", required=True)
     teams.add_parser("create", help="create a team and print its API key").add_argument("name")
     teams.add_parser("key", help="issue another API key for a team").add_argument("name")
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "up":
         from tokenmill.embedded import up
 
-        up(args.home, args.host, args.port)
+        up(args.home or get_settings().home, args.host, args.port)
     elif args.command == "teams":
         manage_teams(args)
     else:

@@ -104,10 +104,13 @@ def train(args) -> int:
                 job = _check(http.get(f"/v1/jobs/{job['id']}"))
                 bar.set_description(job["stage"])
                 bar.update(round(job["progress"] * 100) - bar.n)
-    if job["status"] != "succeeded":
-        print(f"job {job['status']}: {job.get('error') or ''}", file=sys.stderr)
-        return 1
-    print(f"{args.name} version {job['version']}")
+        if job["status"] != "succeeded":
+            print(f"job {job['status']}: {job.get('error') or ''}", file=sys.stderr)
+            return 1
+        version = _check(http.get(f"/v1/tokenizers/{args.name}/versions/{job['version']}"))
+    for note in version.get("notes", []):
+        print(f"warning: {note}", file=sys.stderr)
+    print(f"{args.name} version {job['version']} ({version['vocab_size']} tokens)")
     return 0
 
 
@@ -134,8 +137,14 @@ def download(args) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.command == "corpus":
-        return upload(args)
-    if args.command == "train":
-        return train(args)
-    return download(args)
+    """Run a client command; a file or server that is not there is one line on stderr, exit 1."""
+    command = {"corpus": upload, "train": train}.get(args.command, download)
+    try:
+        return command(args)
+    except httpx.TransportError as exc:
+        sys.exit(f"tokenmill: cannot reach the API at {args.url} ({type(exc).__name__}: {exc}); "
+                 "is it running? (make up, or set TOKENMILL_API_URL)")
+    except OSError as exc:
+        sys.exit(f"tokenmill: {exc.filename or ''}: {exc.strerror or exc}")
+    except json.JSONDecodeError as exc:
+        sys.exit(f"tokenmill: --spec is not valid JSON: {exc}")

@@ -5,7 +5,6 @@ non-blank lines ("text") or the `text_field` of each JSON line ("jsonl"). Lines 
 "\\n" only (a trailing "\\r" is dropped): U+2028 and friends stay inside a document.
 """
 
-import codecs
 import itertools
 import json
 import zlib
@@ -78,31 +77,67 @@ def _unzstd(head: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 
 class LineSplitter:
-    """Turns a stream of UTF-8 byte chunks into lines, failing on invalid UTF-8 with a line number."""
+    """Turns a stream of UTF-8 byte chunks into lines, failing on invalid UTF-8 with a line number.
 
-    def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
-        self._carry = ""
-        self.line_number = 0
+    The unfinished line is held as a list of byte pieces and joined once, when its newline
+    arrives, so each byte is copied a fixed number of times however long the line (joining
+    per chunk is quadratic). Bytes can be split at b"\\n" before decoding: in UTF-8 that byte
+    never occurs inside a multi-byte character. With `max_line_bytes`, a longer line is
+    refused as soon as it passes the cap: no more than the cap plus one chunk is ever held.
+    """
+
+    def __init__(self, max_line_bytes: int | None = None) -> None:
+        self.max_line_bytes = max_line_bytes
+        self.line_number = 0  # lines returned so far
+        self._pieces: list[bytes] = []  # the unfinished line
+        self._held = 0  # its length in bytes
 
     def feed(self, chunk: bytes, final: bool = False) -> list[str]:
-        try:
-            text = self._carry + self._decoder.decode(chunk, final)
-        except UnicodeDecodeError as exc:
-            before = self._carry + chunk[: max(exc.start, 0)].decode("utf-8", "replace")
-            line = self.line_number + before.count("\n") + 1
-            raise InvalidCorpus(f"invalid UTF-8 in line {line}: {exc.reason}", field="file") from None
+        """The lines this chunk completes; with `final`, the unfinished line as well."""
+        self._check_lengths(chunk)
+        end = len(chunk) if final else chunk.rfind(b"\n") + 1
+        if not final and end == 0:  # no newline: the line goes on
+            self._hold(chunk)
+            return []
+        self._pieces.append(chunk[:end] if end < len(chunk) else chunk)
+        data = b"".join(self._pieces)
+        self._pieces, self._held = [], 0
+        self._hold(chunk[end:])
+        text = self._decoded(data)
+        del data  # the bytes and the text of a long line need not both live on
         lines = text.split("\n")
-        self._carry = "" if final else lines.pop()
-        if final and lines and lines[-1] == "":
+        if lines[-1] == "":  # the newline ending the data, or an empty stream
             lines.pop()
         self.line_number += len(lines)
         return [line[:-1] if line.endswith("\r") else line for line in lines]
 
+    def _hold(self, piece: bytes) -> None:
+        if piece:
+            self._pieces.append(piece)
+            self._held += len(piece)
 
-def iter_lines(chunks: Iterable[bytes]) -> Iterator[str]:
-    """Every line of a UTF-8 byte stream."""
-    splitter = LineSplitter()
+    def _decoded(self, data: bytes) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = self.line_number + data.count(b"\n", 0, exc.start) + 1
+            raise InvalidCorpus(f"invalid UTF-8 in line {line}: {exc.reason}", field="file") from None
+
+    def _check_lengths(self, chunk: bytes) -> None:
+        # Checked before anything is held. One comparison per chunk unless a line this long is possible.
+        cap = self.max_line_bytes
+        if cap is None or self._held + len(chunk) <= cap:
+            return
+        for index, part in enumerate(chunk.split(b"\n")):
+            if len(part) + (self._held if index == 0 else 0) > cap:
+                number = self.line_number + index + 1
+                raise InvalidCorpus(f"line {number} is longer than {cap} bytes (the limit, TOKENMILL_MAX_LINE_BYTES)",
+                                    field="file")
+
+
+def iter_lines(chunks: Iterable[bytes], max_line_bytes: int | None = None) -> Iterator[str]:
+    """Every line of a UTF-8 byte stream (InvalidCorpus for one longer than `max_line_bytes`)."""
+    splitter = LineSplitter(max_line_bytes)
     for chunk in chunks:
         yield from splitter.feed(chunk)
     yield from splitter.feed(b"", final=True)
@@ -138,9 +173,10 @@ def _is_unicode(value: str) -> bool:
     return True
 
 
-def corpus_documents(store: ObjectStore, corpus: "Corpus") -> Iterator[str]:
+def corpus_documents(store: ObjectStore, corpus: "Corpus", max_line_bytes: int | None = None) -> Iterator[str]:
     """The documents of a stored corpus, streamed from the store."""
-    for number, line in enumerate(iter_lines(store.iter_chunks(corpus.storage_key)), start=1):
+    lines = iter_lines(store.iter_chunks(corpus.storage_key), max_line_bytes)
+    for number, line in enumerate(lines, start=1):
         document = document_of(line, number, corpus.format, corpus.text_field)
         if document is not None:
             yield document

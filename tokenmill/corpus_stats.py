@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora import corpus_documents
 from tokenmill.db import transaction, utcnow
+from tokenmill.lifecycle import Heartbeat, WorkLimits
 from tokenmill.models import Corpus
 from tokenmill.statistics import CorpusStatistics
 from tokenmill.store import ObjectStore
@@ -28,24 +29,31 @@ def corpus_statistics(store: ObjectStore, corpus: Corpus) -> dict[str, Any]:
 
 
 def record_statistics(factory: sessionmaker[Session], store: ObjectStore, corpus_id: uuid.UUID,
-                      stale_after: int) -> bool:
+                      limits: WorkLimits) -> bool:
     """Compute and store a corpus's statistics; False if it is gone, already has them, or another
-    worker claimed them less than `stale_after` seconds ago (longer than a task may run). A
-    failure gives the claim back, for the sweeper to send the task again."""
+    worker holds a live claim on them (one touched in the last `silent_after` seconds: the
+    claim beats like a job's). A failure gives the claim back, for the sweeper to send the
+    task again."""
     now = utcnow()
     with transaction(factory) as session:
         claimed = session.execute(
             update(Corpus).where(Corpus.id == corpus_id, Corpus.statistics.is_(None),
                                  or_(Corpus.statistics_claimed_at.is_(None),
-                                     Corpus.statistics_claimed_at < now - timedelta(seconds=stale_after)))
+                                     Corpus.statistics_claimed_at < now - timedelta(seconds=limits.silent_after)))
             .values(statistics_claimed_at=now)
         ).rowcount
     if not claimed:
         return False
+
+    def touch(session: Session) -> bool:
+        return session.execute(update(Corpus).where(Corpus.id == corpus_id, Corpus.statistics.is_(None))
+                               .values(statistics_claimed_at=utcnow())).rowcount == 1
+
     try:
-        with factory() as session:
-            corpus = session.get_one(Corpus, corpus_id)
-        result = corpus_statistics(store, corpus)
+        with Heartbeat(factory, touch, limits):
+            with factory() as session:
+                corpus = session.get_one(Corpus, corpus_id)
+            result = corpus_statistics(store, corpus)
     except BaseException:
         with transaction(factory) as session:
             session.execute(update(Corpus).where(Corpus.id == corpus_id).values(statistics_claimed_at=None))

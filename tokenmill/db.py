@@ -47,7 +47,9 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+    # A server that drops packets must fail a request in seconds, not after the OS's TCP timeout.
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5, pool_timeout=10,
+                         connect_args={"connect_timeout": 5})
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:

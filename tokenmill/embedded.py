@@ -14,6 +14,7 @@ from pathlib import Path
 from tokenmill.corpus_stats import record_statistics
 from tokenmill.db import make_engine, make_sessionmaker, transaction
 from tokenmill.ingest import CorpusFields, ingest_corpus
+from tokenmill.lifecycle import WorkLimits
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store, read_into
 from tokenmill.teams import create_team, team_by_name
@@ -31,6 +32,7 @@ DEMO_CORPORA = [
 def embedded_environment(home: Path) -> dict[str, str]:
     home = home.resolve()
     return {
+        "TOKENMILL_HOME": str(home),
         "TOKENMILL_DATABASE_URL": f"sqlite:///{home / 'tokenmill.db'}",
         "TOKENMILL_BROKER_URL": f"filesystem://{home / 'broker'}",
         "TOKENMILL_STORAGE_URL": f"file://{home / 'store'}",
@@ -60,11 +62,15 @@ def first_start(home: Path) -> str:
             team, key = create_team(session, LOCAL_TEAM)
             key_file.write_text(key + "\n")
             key_file.chmod(0o600)
-            for filename, fields in DEMO_CORPORA:
-                with (DEMO / filename).open("rb") as handle:
-                    demo.append(ingest_corpus(session, store, team, fields, read_into(handle), settings.max_upload_bytes))
-    for corpus in demo:  # small: computed here rather than queued
-        record_statistics(factory, store, corpus.id, settings.sweep_running_after)
+            demo = DEMO_CORPORA
+    # The team is committed first: ingest inserts each corpus row in a transaction of its own.
+    corpora = []
+    for filename, fields in demo:
+        with (DEMO / filename).open("rb") as handle:
+            corpora.append(ingest_corpus(factory, store, team, fields, read_into(handle),
+                                         max_bytes=settings.max_upload_bytes, max_line_bytes=settings.max_line_bytes))
+    for corpus in corpora:  # small: computed here rather than queued
+        record_statistics(factory, store, corpus.id, WorkLimits.of(settings))
     return key_file.read_text().strip()
 
 

@@ -6,7 +6,8 @@
     ├── Conflict            409  the request contradicts the current state
     ├── InvalidInput        422  a field or a file a person must fix (names the field)
     │   └── InvalidCorpus   422  the uploaded file is not what its format says
-    └── TooLarge            413  the upload exceeds the configured limit
+    ├── TooLarge            413  the upload exceeds the configured limit
+    └── Busy                503  a bounded resource is taken: try again after `retry_after` seconds
 """
 
 
@@ -47,3 +48,14 @@ class InvalidCorpus(InvalidInput):
 class TooLarge(TokenmillError):
     status = 413
     title = "Upload too large"
+
+
+class Busy(TokenmillError):
+    """Every process of a bounded pool is taken (or this team's share is): try again later."""
+
+    status = 503
+    title = "Busy"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after

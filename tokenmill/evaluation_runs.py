@@ -1,10 +1,10 @@
 """Evaluations on request (POST /v1/evaluations): a version or a reference, on chosen corpora.
 
-Queued like training: the API commits a run, a worker claims it (queued → running) and
-writes one `Evaluation` row per corpus, tagged with the run, in one transaction.
+Queued like training, and ending the same ways (lifecycle.py): the API commits a run, a
+worker claims it (queued → running) and writes one `Evaluation` row per corpus, tagged with
+the run, in one transaction with its success.
 """
 
-import logging
 import uuid
 from typing import Any
 
@@ -17,13 +17,13 @@ from tokenmill.errors import InvalidInput, NotFound
 from tokenmill.corpora import corpus_documents
 from tokenmill.evaluation import evaluate_version, evaluation_row, measure
 from tokenmill.jobs import corpus_ids_or_all, existing_corpora
+from tokenmill.lifecycle import Claim, WorkLimits, claim, fail, held, run_claimed
 from tokenmill.models import Corpus, Evaluation, EvaluationRun, Team, TokenizerVersion
 from tokenmill.references import REFERENCE_NAMES
 from tokenmill.reports import evaluation_out, premiums, subject_of
 from tokenmill.store import ObjectStore
 from tokenmill.versions import get_version, version_files
 
-log = logging.getLogger(__name__)
 
 
 def submit_run(session: Session, team: Team, tokenizer: str | None, version: str | int | None,
@@ -67,37 +67,41 @@ def run_out(session: Session, run: EvaluationRun) -> dict[str, Any]:
             "finished_at": run.finished_at.isoformat() if run.finished_at else None}
 
 
-def _claim(factory: sessionmaker[Session], run_id: uuid.UUID) -> bool:
-    with transaction(factory) as session:
-        result = session.execute(update(EvaluationRun).where(EvaluationRun.id == run_id, EvaluationRun.status == "queued")
-                                 .values(status="running", updated_at=utcnow()))
-    return result.rowcount == 1
-
-
-def run_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID) -> str:
+def run_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID,
+                   limits: WorkLimits = WorkLimits()) -> str:
     """Worker side of a run: measure, then store every result and the status together."""
-    if not _claim(factory, run_id):
-        return "skipped"
+    outcome = claim(factory, EvaluationRun, run_id, limits)
+    if outcome is not Claim.CLAIMED:
+        return outcome.value
     with factory() as session:
         run = session.get_one(EvaluationRun, run_id)
         corpora = existing_corpora(session, run.corpus_ids)
         version = session.get(TokenizerVersion, run.version_id) if run.version_id else None
-    try:
-        if version is not None:
-            results = evaluate_version(store, version.name, version_files(store, version), corpora, lambda _: None)
-        else:
-            encoder = reference_encoder(str(run.reference))
-            results = [(corpus, measure(encoder, corpus_documents(store, corpus))) for corpus in corpora]
+
+    def work() -> str:
+        results = _measure(store, run, version, corpora)
         with transaction(factory) as session:
+            finished = session.execute(
+                update(EvaluationRun).where(held(EvaluationRun, run_id, run.attempts))
+                .values(status="succeeded", finished_at=utcnow(), updated_at=utcnow())).rowcount
+            if not finished:
+                return "skipped"  # the sweeper took it for dead meanwhile: its results are not ours to write
             session.add_all(evaluation_row(run.team_id, corpus, metrics, version_id=run.version_id,
                                            reference=run.reference, run_id=run.id) for corpus, metrics in results)
-            session.execute(update(EvaluationRun).where(EvaluationRun.id == run_id)
-                            .values(status="succeeded", finished_at=utcnow(), updated_at=utcnow()))
         return "succeeded"
-    except Exception as exc:
-        log.exception("evaluation run %s failed", run_id)
-        with transaction(factory) as session:
-            session.execute(update(EvaluationRun).where(EvaluationRun.id == run_id)
-                            .values(status="failed", error=f"evaluation failed: {exc}"[:4000],
-                                    finished_at=utcnow(), updated_at=utcnow()))
-        return "failed"
+
+    # An evaluation run writes nothing to the store: there is nothing to discard.
+    return run_claimed(factory, EvaluationRun, run_id, run.attempts, limits, work, lambda: None, "evaluation")
+
+
+def _measure(store: ObjectStore, run: EvaluationRun, version: TokenizerVersion | None,
+             corpora: list[Corpus]) -> list[tuple[Corpus, dict[str, Any]]]:
+    if version is not None:
+        return evaluate_version(store, version.name, version_files(store, version), corpora, lambda _: None)
+    encoder = reference_encoder(str(run.reference))
+    return [(corpus, measure(encoder, corpus_documents(store, corpus))) for corpus in corpora]
+
+
+def abandon_run(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, message: str) -> None:
+    """Fail a run whose worker was killed (hard time limit); it wrote nothing to the store."""
+    fail(factory, EvaluationRun, run_id, message)

@@ -1,22 +1,44 @@
 """Corpus upload: one streaming pass that stores, hashes, validates and counts.
 
 The uploaded bytes are decompressed (gzip or zstd, recognised by content), checked to be
-UTF-8 (and JSON lines, for jsonl), hashed and counted while they stream to the store. A
-file that fails any check is removed from the store before the error is raised: no row
-and no object are left behind.
+UTF-8 (and JSON lines, for jsonl) with no line over the cap, hashed and counted while they
+stream to the store. No database session is open meanwhile: the row is inserted in a short
+transaction of its own once the object is complete. A file that fails any check, or whose
+row cannot be inserted, is removed from the store before the error is raised: no row and
+no object are left behind (if the store cannot delete it either, the sweeper's
+reconciliation pass removes the orphan).
 """
 
 import hashlib
+import logging
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora import FORMATS, LineSplitter, decompressed, document_of
+from tokenmill.db import transaction
 from tokenmill.errors import InvalidCorpus, InvalidInput, TooLarge
 from tokenmill.models import Corpus, Team
 from tokenmill.store import ObjectStore
+
+log = logging.getLogger(__name__)
+
+NAMED_FIELDS = ("name", "domain", "language")
+OPTIONAL_FIELDS = ("text_field", "parallel_group")
+MAX_FIELD_LENGTH = 100
+
+
+def unstorable(value: str) -> str | None:
+    """Why a string cannot be stored in a row, or None: PostgreSQL text holds no NUL, and a lone surrogate is not text."""
+    if "\x00" in value:
+        return "holds a NUL character (U+0000)"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds a lone surrogate (U+D800 to U+DFFF), which is not text"
+    return None
 
 
 @dataclass
@@ -31,10 +53,16 @@ class CorpusFields:
     parallel_group: str | None = None
 
     def validate(self) -> None:
-        for name in ("name", "domain", "language"):
+        for name in NAMED_FIELDS:
             value = getattr(self, name)
-            if not value or not value.strip() or len(value) > 100:
-                raise InvalidInput(f"'{name}' is required (1 to 100 characters)", field=name)
+            if not value or not value.strip() or len(value) > MAX_FIELD_LENGTH:
+                raise InvalidInput(f"'{name}' is required (1 to {MAX_FIELD_LENGTH} characters)", field=name)
+        for name in OPTIONAL_FIELDS:
+            if len(getattr(self, name) or "") > MAX_FIELD_LENGTH:
+                raise InvalidInput(f"'{name}' is at most {MAX_FIELD_LENGTH} characters", field=name)
+        for name in NAMED_FIELDS + OPTIONAL_FIELDS:
+            if reason := unstorable(getattr(self, name) or ""):
+                raise InvalidInput(f"'{name}' {reason}", field=name)
         if self.format not in FORMATS:
             raise InvalidInput(f"'format' must be one of {', '.join(FORMATS)}", field="format")
         if self.format == "text" and self.text_field:
@@ -46,6 +74,7 @@ class Tally:
     """Running counts over the decompressed bytes and the documents they hold."""
 
     max_bytes: int
+    max_line_bytes: int
     sha256: "hashlib._Hash" = field(default_factory=hashlib.sha256)
     bytes: int = 0
     lines: int = 0
@@ -60,7 +89,7 @@ class Tally:
 
 def _scanned(chunks: Iterable[bytes], fields: CorpusFields, tally: Tally) -> Iterator[bytes]:
     # Passes the decompressed chunks through to the store, checking and counting on the way.
-    splitter = LineSplitter()
+    splitter = LineSplitter(max_line_bytes=tally.max_line_bytes)
     for chunk in decompressed(chunks):
         tally.bytes += len(chunk)
         if tally.bytes > tally.max_bytes:
@@ -80,41 +109,56 @@ def _count_lines(splitter: LineSplitter, lines: list[str], fields: CorpusFields,
 
 
 def ingest_corpus(
-    session: Session,
+    factory: sessionmaker[Session],
     store: ObjectStore,
     team: Team,
     fields: CorpusFields,
     chunks: Iterable[bytes],
+    *,
     max_bytes: int,
+    max_line_bytes: int,
 ) -> Corpus:
-    """Store an uploaded corpus and register it; nothing is left behind if it is invalid."""
+    """Stream an uploaded corpus to the store, then register it in a short transaction; nothing is left if it is invalid."""
     fields.validate()
     corpus_id = uuid.uuid4()
     key = f"corpora/{team.id}/{corpus_id}"
-    tally = Tally(max_bytes=max_bytes)
+    tally = Tally(max_bytes=max_bytes, max_line_bytes=max_line_bytes)
     try:
         store.put_stream(key, _scanned(chunks, fields, tally))
         if tally.lines == 0:
             raise InvalidCorpus("the corpus holds no text (empty file or only blank lines)", field="file")
-        corpus = Corpus(
-            id=corpus_id,
-            team_id=team.id,
-            name=fields.name.strip(),
-            domain=fields.domain.strip(),
-            language=fields.language.strip(),
-            format=fields.format,
-            text_field=fields.text_field if fields.format == "jsonl" else None,
-            parallel_group=fields.parallel_group or None,
-            storage_key=key,
-            sha256=tally.sha256.hexdigest(),
-            bytes=tally.bytes,
-            lines=tally.lines,
-            words=tally.words,
-            characters=tally.characters,
-        )
-        session.add(corpus)
-        session.flush()
+        corpus = _corpus_row(corpus_id, team, fields, key, tally)
+        with transaction(factory) as session:
+            session.add(corpus)
     except BaseException:
-        store.delete_prefix(key)
+        _discard(store, key)
         raise
     return corpus
+
+
+def _corpus_row(corpus_id: uuid.UUID, team: Team, fields: CorpusFields, key: str, tally: Tally) -> Corpus:
+    return Corpus(
+        id=corpus_id,
+        team_id=team.id,
+        name=fields.name.strip(),
+        domain=fields.domain.strip(),
+        language=fields.language.strip(),
+        format=fields.format,
+        text_field=fields.text_field if fields.format == "jsonl" else None,
+        parallel_group=fields.parallel_group or None,
+        storage_key=key,
+        sha256=tally.sha256.hexdigest(),
+        bytes=tally.bytes,
+        lines=tally.lines,
+        words=tally.words,
+        characters=tally.characters,
+    )
+
+
+def _discard(store: ObjectStore, key: str) -> None:
+    # Called while another error propagates: a store that fails here too must not hide it.
+    try:
+        store.delete_prefix(key)
+    except Exception as exc:  # whatever the store says, the original error is the answer
+        log.warning("could not remove %s after a failed upload (reconciliation removes it): %s: %s",
+                    key, type(exc).__name__, exc)

@@ -1,8 +1,13 @@
 """Training jobs as the API sees them: submit (idempotent), read, list, cancel.
 
 The row is the truth; the queue only carries its id. The caller commits, then enqueues.
+An `Idempotency-Key` names one request: the job keeps the SHA-256 of the request that made
+it, and the same key with a different request is refused (422) rather than answered with a
+job that is not what was asked for.
 """
 
+import hashlib
+import json
 import re
 import uuid
 from collections.abc import Sequence
@@ -18,6 +23,7 @@ from tokenmill.pagination import Page, paginate
 from tokenmill.spec import resolve_spec
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+IDEMPOTENCY_FIELD = "Idempotency-Key"
 
 
 def check_tokenizer_name(name: str) -> str:
@@ -68,11 +74,12 @@ def submit_job(
     eval_corpora: Sequence[str] | None,
     idempotency_key: str | None = None,
 ) -> tuple[TrainingJob, bool]:
-    """A queued job (and True), or the job this Idempotency-Key already made (and False)."""
+    """A queued job (and True), or the job this Idempotency-Key already made for the same request (and False)."""
+    fingerprint = request_sha256(tokenizer, spec, train_corpora, eval_corpora)
     if idempotency_key:
         existing = _by_idempotency_key(session, team, idempotency_key)
         if existing is not None:
-            return existing, False
+            return _replayed(existing, fingerprint), False
     check_tokenizer_name(tokenizer)
     resolved = resolve_spec(spec if isinstance(spec, dict) else {})
     if not train_corpora:
@@ -86,6 +93,7 @@ def submit_job(
         train_corpus_ids=[str(c.id) for c in train],
         eval_corpus_ids=[str(i) for i in evaluate],
         idempotency_key=idempotency_key,
+        request_sha256=fingerprint,
     )
     try:
         with session.begin_nested():
@@ -95,8 +103,26 @@ def submit_job(
         existing = _by_idempotency_key(session, team, idempotency_key or "")
         if existing is None:
             raise
-        return existing, False
+        return _replayed(existing, fingerprint), False
     return job, True
+
+
+def request_sha256(tokenizer: str, spec: dict, train_corpora: Sequence[str], eval_corpora: Sequence[str] | None) -> str:
+    """The SHA-256 of a submission as posted (canonical JSON: sorted keys, no spaces)."""
+    canonical = json.dumps(
+        {"tokenizer": tokenizer, "spec": spec, "train_corpora": list(train_corpora),
+         "eval_corpora": None if eval_corpora is None else list(eval_corpora)},
+        sort_keys=True, separators=(",", ":"), default=str,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()  # ensure_ascii: always ASCII
+
+
+def _replayed(existing: TrainingJob, fingerprint: str) -> TrainingJob:
+    # Jobs from before fingerprints were kept (NULL) are answered as they always were.
+    if existing.request_sha256 not in (None, fingerprint):
+        raise InvalidInput(f"this {IDEMPOTENCY_FIELD} was already used for a different request: "
+                           "send the same request to get its job, or a new key for a new job", field=IDEMPOTENCY_FIELD)
+    return existing
 
 
 def _by_idempotency_key(session: Session, team: Team, key: str) -> TrainingJob | None:

@@ -14,6 +14,7 @@ Json = JSON().with_variant(JSONB(), "postgresql")
 Timestamp = UTCDateTime()
 
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+UNFINISHED = ("queued", "running")
 FINISHED = ("succeeded", "failed", "cancelled")
 
 

@@ -1,13 +1,21 @@
-"""Encoding one text for people: ids, token strings, offsets (the dashboard's playground)."""
+"""Encoding one text for people: ids, token strings, offsets (the dashboard's playground).
+
+A version's encode runs its own pre-tokenization regex, which a hostile pattern and text can
+keep busy for minutes: it runs in `tokenmill.sandbox`, bounded in time and memory, and an
+encode cut short is a 422 on `text`. Reference encodes (tiktoken's fixed patterns, linear in
+the text: at most about 0.5 s on 100,000 characters of any one character) stay in this process,
+where the three rank files are loaded once instead of once per sandbox process (about 200 MB).
+"""
 
 from typing import Any
 
+from tokenmill import sandbox
 from tokenmill.encoders import reference_encoder
-from tokenmill.errors import InvalidInput
+from tokenmill.errors import InvalidInput, TokenmillError
 from tokenmill.models import TokenizerVersion
 from tokenmill.references import REFERENCE_NAMES
 from tokenmill.store import ObjectStore
-from tokenmill.versions import load_tokenizer
+from tokenmill.versions import version_file
 
 MAX_TEXT = 100_000
 
@@ -25,10 +33,26 @@ def _summary(text: str, ids: list[int], tokens: list[str], offsets: list[tuple[i
 
 
 def encode_with_version(store: ObjectStore, version: TokenizerVersion, text: str) -> dict[str, Any]:
-    """How a version tokenizes a text (no special tokens added)."""
+    """How a version tokenizes a text (no special tokens added), in a bounded sandbox process."""
     text = _check(text)
-    encoding = load_tokenizer(store, version).encode(text, add_special_tokens=False)
-    return {"tokenizer": f"{version.name} v{version.version}", **_summary(text, encoding.ids, encoding.tokens, encoding.offsets)}
+    entry = version_file(version, "tokenizer.json")
+    pool = sandbox.current()
+    try:
+        ids, tokens, offsets = pool.encode(f"{version.id}:{entry['sha256']}", text,
+                                           lambda: store.get_bytes(entry["key"]).decode(), owner=str(version.team_id))
+    except sandbox.TimedOut:
+        raise InvalidInput(f"'text': the tokenizer's pre-tokenization regex took longer than {pool.timeout:g}s on this "
+                           "text (catastrophic backtracking?); try a shorter or different text", field="text") from None
+    except sandbox.OverMemory:
+        raise InvalidInput(f"'text': encoding it needed more than {pool.memory_bytes // 2**20} MiB of memory; "
+                           "try a shorter text", field="text") from None
+    except sandbox.Failed as exc:
+        if exc.kind == "error":
+            raise TokenmillError(f"the tokenizer of {version.name} v{version.version} failed: {exc}") from None
+        # Oniguruma panics ("retry-limit-in-match over") on a regex that backtracks too much.
+        raise InvalidInput(f"'text': the tokenizer could not encode this text ({exc}): its pre-tokenization regex "
+                           "backtracks too much on it", field="text") from None
+    return {"tokenizer": f"{version.name} v{version.version}", **_summary(text, ids, tokens, offsets)}
 
 
 def encode_with_reference(name: str, text: str) -> dict[str, Any]:

@@ -10,19 +10,18 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
+from tokenmill.lifecycle import JobCancelled, held
 from tokenmill.models import TrainingJob
-
-
-class JobCancelled(Exception):
-    """The job's row is no longer 'running' (cancelled, or failed by the sweeper)."""
 
 
 class Reporter:
     """Writes stage and progress of a running job at most once a second."""
 
-    def __init__(self, factory: sessionmaker[Session], job_id: uuid.UUID, interval: float = 1.0) -> None:
+    def __init__(self, factory: sessionmaker[Session], job_id: uuid.UUID, attempt: int | None = None,
+                 interval: float = 1.0) -> None:
         self.factory = factory
         self.job_id = job_id
+        self.attempt = attempt
         self.interval = interval
         self._last = 0.0
 
@@ -34,7 +33,7 @@ class Reporter:
         with transaction(self.factory) as session:
             result = session.execute(
                 update(TrainingJob)
-                .where(TrainingJob.id == self.job_id, TrainingJob.status == "running")
+                .where(held(TrainingJob, self.job_id, self.attempt))
                 .values(stage=stage, progress=round(min(max(progress, 0.0), 1.0), 4), updated_at=utcnow())
             )
         if result.rowcount == 0:

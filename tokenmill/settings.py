@@ -3,10 +3,11 @@
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import SecretStr
+from pydantic import SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_HOME = Path.home() / ".tokenmill"
+# `make up` and every `tokenmill` command run in the same folder share one home: ./.tokenmill.
+DEFAULT_HOME = Path(".tokenmill")
 DEVELOPMENT_SECRET = "change-me-in-production"
 
 
@@ -15,10 +16,13 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="TOKENMILL_", extra="ignore")
 
-    database_url: str = f"sqlite:///{DEFAULT_HOME / 'tokenmill.db'}"
+    # Where this instance keeps local state: the beat schedule, and in embedded mode everything
+    # (the three URLs below default to a SQLite file, a local transport and a folder in it).
+    home: Path = DEFAULT_HOME
+    database_url: str = ""
     # A local Celery transport (a folder) unless a redis:// broker is given.
-    broker_url: str = f"filesystem://{DEFAULT_HOME / 'broker'}"
-    storage_url: str = f"file://{DEFAULT_HOME / 'store'}"
+    broker_url: str = ""
+    storage_url: str = ""
     s3_endpoint_url: str | None = None
     secret_key: SecretStr = SecretStr(DEVELOPMENT_SECRET)
 
@@ -27,9 +31,8 @@ class Settings(BaseSettings):
     job_hard_time_limit: int = 3 * 3600 + 300
     job_max_attempts: int = 3
     task_expires: int = 24 * 3600
-    # The sweeper re-sends queued jobs older than this and fails running jobs silent for longer.
+    # The sweeper re-sends queued work older than this (lost between commit and send).
     sweep_queued_after: int = 300
-    sweep_running_after: int = 3 * 3600 + 600
 
     max_upload_bytes: int = 50 * 1024**3
     # Hostile input is bounded before it costs anything (README, "Limits").
@@ -45,6 +48,14 @@ class Settings(BaseSettings):
     # Objects without a row are deleted, and multipart uploads aborted, once older than this.
     orphan_grace_seconds: int = 3600
     api_url: str = "http://127.0.0.1:8000"
+
+    @model_validator(mode="after")
+    def _local_defaults(self) -> "Settings":
+        self.home = self.home.expanduser().resolve()
+        self.database_url = self.database_url or f"sqlite:///{self.home / 'tokenmill.db'}"
+        self.broker_url = self.broker_url or f"filesystem://{self.home / 'broker'}"
+        self.storage_url = self.storage_url or f"file://{self.home / 'store'}"
+        return self
 
     @property
     def visibility_timeout(self) -> int:
@@ -65,7 +76,7 @@ def celery_broker(settings: Settings) -> tuple[str, dict]:
     """
     url = settings.broker_url
     if url.startswith("filesystem://"):
-        folder = Path(url.removeprefix("filesystem://") or DEFAULT_HOME / "broker")
+        folder = Path(url.removeprefix("filesystem://") or settings.home / "broker")
         (folder / "queue").mkdir(parents=True, exist_ok=True)
         (folder / "control").mkdir(parents=True, exist_ok=True)
         queue = str(folder / "queue")

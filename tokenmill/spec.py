@@ -4,10 +4,13 @@
 a version records exactly what trained it) or raises InvalidInput naming the field.
 """
 
+import time
+import unicodedata
 from typing import Literal
 
 import regex
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from tokenmill.errors import InvalidInput
 
@@ -19,9 +22,15 @@ Normalization = Literal["none", "nfc", "nfkc", "nfd", "nfkd"]
 REGEX_PRESETS = ("gpt2", "cl100k", "o200k")
 BYTE_ALPHABET = 256
 MAX_VOCAB = 1_000_000
+MAX_INT = 2**31 - 1  # every count and seed fits the int32 options of both libraries
+MAX_SPECIAL_TOKENS = 1000  # each is a row of the vocabulary and an entry of every encoder's match table
+MAX_SPECIAL_TOKEN_CHARS = 200
 SENTENCEPIECE_NORMALIZATIONS = ("none", "nfkc")
 SENTENCEPIECE_MAX_PIECE = 512  # sentencepiece refuses a larger max_sentencepiece_length
-REGEX_PROBE_SECONDS = 1.0
+# A custom regex is tried at submission on texts derived from it (tokenmill.regex_probe), each
+# piece repeated REGEX_PROBE_REPEAT times, plus REGEX_PROBES; each engine gets REGEX_PROBE_SECONDS.
+REGEX_PROBE_SECONDS = 2.0
+REGEX_PROBE_REPEAT = 3000
 REGEX_PROBES = ("a" * 3000 + "!", " " * 3000 + "x", "1" * 3000 + "a", ("ab " * 1000) + "\n\u00e9")
 
 
@@ -41,12 +50,20 @@ class TrainingSpec(BaseModel):
     lowercase: bool = False
     split_digits: bool = False
     special_tokens: list[str] | None = None
-    min_frequency: int = Field(2, ge=0)
+    min_frequency: int = Field(2, ge=0, le=MAX_INT)
     max_token_length: int | None = Field(None, ge=1, le=1024)
     end_of_word_suffix: str | None = Field(None, min_length=1, max_length=10)
     character_coverage: float = Field(0.9995, gt=0, le=1)
-    max_sentences: int | None = Field(None, ge=1)
-    seed: int = Field(0, ge=0, le=2**31 - 1)
+    max_sentences: int | None = Field(None, ge=1, le=MAX_INT)
+    seed: int = Field(0, ge=0, le=MAX_INT)
+
+    @field_validator("pre_tokenizer_regex", "end_of_word_suffix")
+    @classmethod
+    def _storable(cls, value: str | None) -> str | None:
+        # PostgreSQL stores neither NUL nor a lone surrogate (the job's insert fails), and no library trains on them.
+        if value is not None and (flaw := unstorable(value, controls=False)):
+            raise PydanticCustomError("unstorable_text", f"holds {flaw}")
+        return value
 
     @property
     def regex_pattern(self) -> str | None:
@@ -79,8 +96,23 @@ def resolve_spec(raw: dict) -> TrainingSpec:
         field = ".".join(str(part) for part in error["loc"]) or "spec"
         raise InvalidInput(f"spec.{field}: {error['msg']}", field=f"spec.{field}") from None
     spec = _fill_defaults(spec)
+    _check_special_tokens(spec.special_tokens or [])  # first: bounded before any other work on them
     _check_combination(spec)
     return spec
+
+
+def unstorable(text: str, controls: bool) -> str | None:
+    """Why text can be neither stored nor trained on: a lone surrogate or NUL (with `controls`,
+    any control character), named by its code point, never echoed; None when it is fine."""
+    if text.isprintable():  # the common case, in one C loop
+        return None
+    for char in text:
+        category = unicodedata.category(char)
+        if category == "Cs":
+            return f"a lone surrogate (U+{ord(char):04X})"
+        if char == "\x00" or (controls and category == "Cc"):
+            return f"a control character (U+{ord(char):04X})"
+    return None
 
 
 def _fill_defaults(spec: TrainingSpec) -> TrainingSpec:
@@ -134,7 +166,6 @@ def _check_combination(spec: TrainingSpec) -> None:
         _refuse("end_of_word_suffix", "applies to character-level bpe on tokenizers with the whitespace pre_tokenizer")
     if spec.pre_tokenizer_regex:
         _check_regex(spec.pre_tokenizer_regex)
-    _check_special_tokens(spec.special_tokens or [])
     _check_vocab_size(spec)
 
 
@@ -151,17 +182,41 @@ def _check_regex(pattern: str) -> None:
         _refuse("pre_tokenizer_regex", f"the tokenizers regex engine (Oniguruma) refuses it: {exc}")
     if regex.fullmatch(pattern, ""):
         _refuse("pre_tokenizer_regex", "matches the empty string, which would split nothing")
-    # Try it on text built to trigger catastrophic backtracking; the worker's time limit is
-    # the backstop for patterns this probe does not catch.
+    # Texts built from the pattern to trigger catastrophic backtracking. First with the engine that
+    # trains and encodes (Oniguruma, through tokenizers' Split), in a sandbox process: it cannot be
+    # interrupted here. The time limit of every encode and job is the backstop for what this misses.
+    from tokenmill import sandbox
+    from tokenmill.regex_probe import probe_texts
+
+    probes = [*probe_texts(pattern, REGEX_PROBE_REPEAT), *REGEX_PROBES]
+    slow = ("backtracks catastrophically (a repeated group inside a repetition?) on text made to trigger it: "
+            f"a run of one of its characters {REGEX_PROBE_REPEAT} long, then one that ends the match")
     try:
-        for probe in REGEX_PROBES:
-            regex.findall(pattern, probe, timeout=REGEX_PROBE_SECONDS)
+        sandbox.current().split(pattern, probes, REGEX_PROBE_SECONDS)
+    except sandbox.TimedOut:
+        _refuse("pre_tokenizer_regex", f"{slow}: Oniguruma, the tokenizers engine, took over {REGEX_PROBE_SECONDS:g}s")
+    except sandbox.SandboxError as exc:  # over the memory limit, or Oniguruma gave up ("retry-limit-in-match")
+        _refuse("pre_tokenizer_regex", f"{slow}: Oniguruma, the tokenizers engine, failed ({exc})")
+    # Then with the `regex` module (tiktoken's engine backtracks too), in this process: it honours
+    # a timeout and, `concurrent`, lets other threads run meanwhile.
+    deadline = time.monotonic() + REGEX_PROBE_SECONDS
+    try:
+        for probe in probes:
+            regex.findall(pattern, probe, timeout=max(0.01, deadline - time.monotonic()), concurrent=True)
     except TimeoutError:
-        _refuse("pre_tokenizer_regex", f"takes over {REGEX_PROBE_SECONDS}s on a {len(probe)}-character probe text "
-                "(catastrophic backtracking?)")
+        _refuse("pre_tokenizer_regex", f"{slow}: the regex engine took over {REGEX_PROBE_SECONDS:g}s")
 
 
 def _check_special_tokens(tokens: list[str]) -> None:
+    # Count, then length, then content: a hostile list costs no more than the limits allow.
+    if len(tokens) > MAX_SPECIAL_TOKENS:
+        _refuse("special_tokens", f"holds {len(tokens)} tokens; at most {MAX_SPECIAL_TOKENS} are allowed")
+    for index, token in enumerate(tokens):
+        if len(token) > MAX_SPECIAL_TOKEN_CHARS:
+            _refuse("special_tokens", f"token {index} is {len(token)} characters long; "
+                    f"at most {MAX_SPECIAL_TOKEN_CHARS} are allowed")
+        if flaw := unstorable(token, controls=True):
+            _refuse("special_tokens", f"token {index} holds {flaw}")
     if len(set(tokens)) != len(tokens):
         _refuse("special_tokens", "holds a token twice")
     if any(not token or token.isspace() for token in tokens):

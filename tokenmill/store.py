@@ -8,6 +8,8 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, Protocol
 from urllib.parse import urlparse
@@ -15,6 +17,7 @@ from urllib.parse import urlparse
 from botocore.exceptions import ConnectionClosedError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
 CHUNK = 1024 * 1024
+PART = ".part-"  # a local write in progress
 # Faults of the store worth a retry: the endpoint is away or slow, not the request wrong.
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     ConnectionError, TimeoutError, EndpointConnectionError, ConnectionClosedError, ConnectTimeoutError, ReadTimeoutError,
@@ -25,12 +28,21 @@ class ObjectNotFound(KeyError):
     """The key is not in the store."""
 
 
+@dataclass(frozen=True)
+class StoredObject:
+    key: str  # relative to the store's root or prefix, as given to put_*
+    modified: datetime  # aware, UTC
+
+
 class ObjectStore(Protocol):
     def put_stream(self, key: str, chunks: Iterable[bytes]) -> None: ...
     def put_bytes(self, key: str, data: bytes) -> None: ...
     def iter_chunks(self, key: str, chunk_size: int = CHUNK) -> Iterator[bytes]: ...
     def get_bytes(self, key: str) -> bytes: ...
     def delete_prefix(self, prefix: str) -> None: ...
+    def delete(self, key: str) -> None: ...
+    def list_objects(self, prefix: str) -> Iterator[StoredObject]: ...
+    def abort_unfinished(self, older_than: datetime) -> int: ...
     def ping(self) -> None: ...
 
 
@@ -50,7 +62,7 @@ class LocalStore:
     def put_stream(self, key: str, chunks: Iterable[bytes]) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=PART)
         try:
             with os.fdopen(fd, "wb") as out:
                 for chunk in chunks:
@@ -82,29 +94,69 @@ class LocalStore:
         elif path.exists():
             path.unlink()
 
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+    def list_objects(self, prefix: str) -> Iterator[StoredObject]:
+        base = self._path(prefix)
+        if not base.is_dir():
+            return
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and not path.name.startswith(PART):
+                modified = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+                yield StoredObject(path.relative_to(self.root.resolve()).as_posix(), modified)
+
+    def abort_unfinished(self, older_than: datetime) -> int:
+        """Delete the temporary files of writes that never finished (their process died)."""
+        aborted = 0
+        for path in self.root.rglob(f"{PART}*"):
+            if datetime.fromtimestamp(path.stat().st_mtime, UTC) < older_than:
+                path.unlink(missing_ok=True)
+                aborted += 1
+        return aborted
+
     def ping(self) -> None:
         if not self.root.is_dir():
             raise OSError(f"store folder {self.root} is missing")
 
 
 class ChunkReader:
-    """A read()-able view of an iterator of chunks (for boto3's multipart upload, zstd)."""
+    """A read()-able view of an iterator of chunks (for boto3's multipart upload, zstd).
+
+    Chunks wait as views and are joined once per read, so each byte is copied once whatever
+    the chunk and read sizes (growing and re-slicing one buffer is quadratic).
+    """
 
     def __init__(self, chunks: Iterable[bytes]) -> None:
         self._chunks = iter(chunks)
-        self._buffer = b""
+        # Chunks are pulled only until a read is served, so at most one piece outlives a read.
+        self._pending: list[memoryview] = []
+        self._size = 0  # bytes pending
 
     def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self._buffer) < size:
+        while size < 0 or self._size < size:
             chunk = next(self._chunks, None)
             if chunk is None:
                 break
-            self._buffer += chunk
-        if size < 0:
-            data, self._buffer = self._buffer, b""
-        else:
-            data, self._buffer = self._buffer[:size], self._buffer[size:]
-        return data
+            if chunk:
+                # bytes() copies only what is not immutable bytes already: a view must not change under us.
+                self._pending.append(memoryview(bytes(chunk)))
+                self._size += len(chunk)
+        return self._take(self._size if size < 0 else min(size, self._size))
+
+    def _take(self, wanted: int) -> bytes:
+        parts, rest = [], []
+        for piece in self._pending:
+            if wanted >= len(piece):
+                parts.append(piece)
+                wanted -= len(piece)
+            else:
+                parts.append(piece[:wanted])  # slicing a view copies nothing
+                rest.append(piece[wanted:])
+                wanted = 0
+        self._pending = rest
+        self._size = sum(map(len, rest))
+        return b"".join(parts)
 
 
 class S3Store:
@@ -117,7 +169,9 @@ class S3Store:
 
         self.bucket = bucket
         self.prefix = prefix.strip("/")
-        config = Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"})
+        # Bounded waits: an endpoint that drops packets fails a call in seconds, not minutes.
+        config = Config(retries={"max_attempts": 3, "mode": "standard"}, s3={"addressing_style": "path"},
+                        connect_timeout=5, read_timeout=30)
         self.client = boto3.client("s3", endpoint_url=endpoint_url, config=config)
         # Bounded memory: at most two 8 MiB parts in flight per upload.
         self.transfer = TransferConfig(multipart_chunksize=8 * CHUNK, max_concurrency=2)
@@ -150,6 +204,26 @@ class S3Store:
             keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
             if keys:
                 self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys, "Quiet": True})
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def list_objects(self, prefix: str) -> Iterator[StoredObject]:
+        strip = len(self._key(""))
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self._key(prefix)):
+            for item in page.get("Contents", []):
+                yield StoredObject(item["Key"][strip:], item["LastModified"])
+
+    def abort_unfinished(self, older_than: datetime) -> int:
+        """Abort multipart uploads begun before `older_than` (their uploader died mid-stream)."""
+        aborted = 0
+        for page in self.client.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket,
+                                                                                  Prefix=self._key("")):
+            for upload in page.get("Uploads", []):
+                if upload["Initiated"] < older_than:
+                    self.client.abort_multipart_upload(Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+                    aborted += 1
+        return aborted
 
     def ping(self) -> None:
         self.client.head_bucket(Bucket=self.bucket)

@@ -1,14 +1,15 @@
-"""Teams and their API keys. A key is shown once; only its SHA-256 is stored."""
+"""Teams, their API keys and their dashboard sessions. A key is shown once; only its SHA-256 is stored."""
 
 import hashlib
 import secrets
+import uuid
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from tokenmill.db import utcnow
 from tokenmill.errors import Conflict, NotFound, Unauthorized
-from tokenmill.models import ApiKey, Team
+from tokenmill.models import ApiKey, Team, WebSession
 
 KEY_PREFIX = "tm_"
 
@@ -63,3 +64,26 @@ def team_by_key_hash(session: Session, key_hash: str) -> Team | None:
 
 def team_by_name(session: Session, name: str) -> Team | None:
     return session.scalar(select(Team).where(Team.name == name))
+
+
+def start_web_session(session: Session, team: Team, key: str) -> WebSession:
+    """A dashboard session for a team signed in with this (live) key."""
+    row = WebSession(team_id=team.id, key_hash=hash_key(key))
+    session.add(row)
+    session.flush()
+    return row
+
+
+def web_session_team(session: Session, session_id: uuid.UUID) -> Team | None:
+    """The team of a dashboard session that has not ended and whose API key is still live."""
+    return session.scalar(
+        select(Team).join(WebSession, WebSession.team_id == Team.id)
+        .join(ApiKey, (ApiKey.key_hash == WebSession.key_hash) & (ApiKey.team_id == Team.id))
+        .where(WebSession.id == session_id, WebSession.ended_at.is_(None), ApiKey.revoked_at.is_(None))
+    )
+
+
+def end_web_session(session: Session, session_id: uuid.UUID) -> None:
+    """Sign a dashboard session out for good: its cookie names an ended row from now on."""
+    session.execute(update(WebSession).where(WebSession.id == session_id, WebSession.ended_at.is_(None))
+                    .values(ended_at=utcnow()))

@@ -8,10 +8,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from tokenizers import Tokenizer
 
-from tokenmill.errors import NotFound
+from tokenmill.errors import InvalidInput, NotFound
 from tokenmill.models import Team, TokenizerVersion
 from tokenmill.pagination import Page, paginate
 from tokenmill.store import ObjectStore
+
+
+MAX_VERSION = 2**31 - 1  # the column is a 32-bit integer
 
 
 def next_version_number(session: Session, team_id: uuid.UUID, name: str) -> int:
@@ -63,11 +66,27 @@ def get_version(session: Session, team: Team, name: str, version: str | int) -> 
             number = int(version)
         except ValueError:
             raise NotFound(f"no version {version!r} of {name!r}: use a number or 'latest'") from None
+        if not 1 <= number <= MAX_VERSION:
+            raise InvalidInput(f"'version' must be 'latest' or a number from 1 to {MAX_VERSION}", field="version")
         query = query.where(TokenizerVersion.version == number)
     row = session.scalar(query)
-    if row is None:
-        raise NotFound(f"no version {version} of tokenizer {name!r}")
-    return row
+    if row is not None:
+        return row
+    exists = session.scalar(select(TokenizerVersion.id).where(TokenizerVersion.team_id == team.id,
+                                                             TokenizerVersion.name == name).limit(1))
+    if exists is None:
+        raise NotFound(f"no tokenizer named {name!r} (GET /v1/tokenizers lists yours)")
+    raise NotFound(f"tokenizer {name!r} has no version {version}")
+
+
+def vocabulary_notes(spec: dict[str, Any], reached: int) -> list[str]:
+    """Why a version has fewer tokens than its spec asked for, if it has."""
+    requested = spec.get("vocab_size", reached)
+    if reached >= requested:
+        return []
+    how = "lower min_frequency or add text" if spec.get("library") != "sentencepiece" else "add text"
+    return [f"the vocabulary reached {reached} of the {requested} tokens asked for: the training corpora hold "
+            f"too little (or too repetitive) text to learn more; {how}"]
 
 
 def version_file(version: TokenizerVersion, filename: str) -> dict[str, Any]:

@@ -30,7 +30,16 @@ def configure(sender: Celery, **_) -> None:
         # soft < hard < broker visibility timeout: a stuck job is stopped before it is redelivered.
         task_soft_time_limit=settings.job_soft_time_limit,
         task_time_limit=settings.job_hard_time_limit,
-        beat_schedule={"sweep": {"task": "tokenmill.sweep", "schedule": 60.0, "options": {"expires": 55}}},
+        # A child that still holds this much after a task is replaced (the heartbeat stops one
+        # that passes TOKENMILL_JOB_MAX_MEMORY_BYTES during a task).
+        worker_max_memory_per_child=max(settings.job_max_memory_bytes // 2 // 1024, 1),
+        beat_schedule={
+            "sweep": {"task": "tokenmill.sweep", "schedule": settings.sweep_interval,
+                      "options": {"expires": settings.sweep_interval}},
+            # Listing the whole store is heavier: ten times less often.
+            "reconcile": {"task": "tokenmill.reconcile", "schedule": 10 * settings.sweep_interval,
+                          "options": {"expires": 10 * settings.sweep_interval}},
+        },
         worker_hijack_root_logger=False,
     )
 

@@ -6,10 +6,12 @@ from functools import lru_cache
 from celery.exceptions import TimeLimitExceeded
 
 from workers.app import app
-from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.corpus_stats import record_statistics
-from tokenmill.evaluation_runs import run_evaluation
-from tokenmill.pipeline import TIME_LIMIT, TransientError, abandon_job, run_training_job
+from tokenmill.db import make_engine, make_sessionmaker
+from tokenmill.evaluation_runs import abandon_run, run_evaluation
+from tokenmill.lifecycle import TIME_LIMIT, TRANSIENT, TransientError, WorkLimits
+from tokenmill.pipeline import abandon_job, run_training_job
+from tokenmill.reconcile import reconcile
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
 from tokenmill.sweeper import Senders, sweep
@@ -22,47 +24,56 @@ def resources():
     return make_sessionmaker(make_engine(settings.database_url)), open_store(settings.storage_url, settings.s3_endpoint_url)
 
 
-class TrainingTask(app.Task):
-    """A training task whose hard time limit fails the job at once (not hours later, by the sweeper)."""
+# How to fail the row behind a task's keyword argument, once its child was killed.
+ABANDON = {"job_id": abandon_job, "run_id": abandon_run}
+
+
+class LimitedTask(app.Task):
+    """A task whose hard time limit fails its row at once (not minutes later, by the sweeper)."""
 
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
         # On a hard time limit Celery calls this in the worker's main process after killing
         # the child: use a short-lived engine there, never one a forked child could inherit.
-        if not isinstance(exc, TimeLimitExceeded) or "job_id" not in kwargs:
+        if not isinstance(exc, TimeLimitExceeded):
             return
         settings = get_settings()
         engine = make_engine(settings.database_url)
         try:
-            abandon_job(make_sessionmaker(engine), open_store(settings.storage_url, settings.s3_endpoint_url),
-                        uuid.UUID(kwargs["job_id"]), TIME_LIMIT)
+            for argument, abandon in ABANDON.items():
+                if argument in kwargs:
+                    abandon(make_sessionmaker(engine), open_store(settings.storage_url, settings.s3_endpoint_url),
+                            uuid.UUID(kwargs[argument]), TIME_LIMIT)
         finally:
             engine.dispose()
 
 
-@app.task(name="tokenmill.train", base=TrainingTask, bind=True, ignore_result=True, max_retries=3)
+@app.task(name="tokenmill.train", base=LimitedTask, bind=True, ignore_result=True, max_retries=3)
 def train(self, job_id: str) -> str:
     factory, store = resources()
     try:
-        return run_training_job(factory, store, uuid.UUID(job_id), get_settings().job_max_attempts)
-    except TransientError as exc:
+        return run_training_job(factory, store, uuid.UUID(job_id), WorkLimits.of(get_settings()))
+    except (TransientError, *TRANSIENT) as exc:  # the claim itself may find the database away
         raise self.retry(exc=exc, countdown=10 * (self.request.retries + 1))
 
 
-@app.task(name="tokenmill.evaluate", ignore_result=True)
-def evaluate(run_id: str) -> str:
+@app.task(name="tokenmill.evaluate", base=LimitedTask, bind=True, ignore_result=True, max_retries=3)
+def evaluate(self, run_id: str) -> str:
     factory, store = resources()
-    return run_evaluation(factory, store, uuid.UUID(run_id))
+    try:
+        return run_evaluation(factory, store, uuid.UUID(run_id), WorkLimits.of(get_settings()))
+    except (TransientError, *TRANSIENT) as exc:
+        raise self.retry(exc=exc, countdown=10 * (self.request.retries + 1))
 
 
 @app.task(name="tokenmill.corpus_statistics", ignore_result=True)
 def corpus_statistics(corpus_id: str) -> bool:
     factory, store = resources()
-    return record_statistics(factory, store, uuid.UUID(corpus_id), get_settings().sweep_running_after)
+    return record_statistics(factory, store, uuid.UUID(corpus_id), WorkLimits.of(get_settings()))
 
 
 @app.task(name="tokenmill.sweep", ignore_result=True)
 def sweep_jobs() -> dict:
-    factory, _ = resources()
+    factory, store = resources()
     settings = get_settings()
 
     def sender(task, argument: str):
@@ -70,4 +81,10 @@ def sweep_jobs() -> dict:
 
     senders = Senders(train=sender(train, "job_id"), evaluate=sender(evaluate, "run_id"),
                       statistics=sender(corpus_statistics, "corpus_id"))
-    return sweep(factory, senders, settings.sweep_queued_after, settings.sweep_running_after)
+    return sweep(factory, store, senders, settings)
+
+
+@app.task(name="tokenmill.reconcile", ignore_result=True)
+def reconcile_store() -> dict:
+    factory, store = resources()
+    return reconcile(factory, store, get_settings().orphan_grace_seconds)

@@ -1,5 +1,6 @@
 """/v1/corpora: streamed upload, list, read, delete."""
 
+import logging
 import uuid
 from typing import Annotated
 
@@ -7,13 +8,15 @@ from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import Response
 from sqlalchemy import select
 
-from service.deps import PageDep, QueueDep, SessionDep, SettingsDep, StoreDep, TeamDep
+from service.deps import PageDep, QueueDep, SessionDep, SessionmakerDep, SettingsDep, StoreDep, TeamDep
 from service.schemas import CorpusOut, Listing
 from tokenmill.errors import NotFound
 from tokenmill.ingest import CorpusFields, ingest_corpus
 from tokenmill.models import Corpus
 from tokenmill.pagination import paginate
-from tokenmill.store import read_into
+from tokenmill.store import ObjectStore, read_into
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1/corpora", tags=["corpora"])
 
@@ -27,7 +30,7 @@ def get_corpus(session, team, corpus_id: uuid.UUID) -> Corpus:
 
 @router.post("", status_code=201, response_model=CorpusOut)
 def upload_corpus(
-    session: SessionDep,
+    factory: SessionmakerDep,
     store: StoreDep,
     queue: QueueDep,
     team: TeamDep,
@@ -40,12 +43,13 @@ def upload_corpus(
     text_field: Annotated[str | None, Form()] = None,
     parallel_group: Annotated[str | None, Form()] = None,
 ):
-    # The multipart parser spools the file to disk past 1 MiB; from there it streams to the store.
+    # The multipart parser spools the file to disk past 1 MiB; from there it streams to the store,
+    # with no database session open (ingest_corpus inserts the row in a short transaction after).
     fields = CorpusFields(name=name, domain=domain, language=language, format=format,
                           text_field=text_field or None, parallel_group=parallel_group or None)
-    corpus = ingest_corpus(session, store, team, fields, read_into(file.file), settings.max_upload_bytes)
-    session.commit()
-    queue.send_statistics(corpus.id)
+    corpus = ingest_corpus(factory, store, team, fields, read_into(file.file),
+                           max_bytes=settings.max_upload_bytes, max_line_bytes=settings.max_line_bytes)
+    queue.send_statistics(corpus.id)  # if the broker is away, the sweeper sends it
     return corpus
 
 
@@ -71,5 +75,15 @@ def delete_corpus(session: SessionDep, store: StoreDep, team: TeamDep, corpus_id
     key = corpus.storage_key
     session.delete(corpus)
     session.commit()
-    store.delete_prefix(key)
+    _delete_object(store, key)
     return Response(status_code=204)
+
+
+def _delete_object(store: ObjectStore, key: str) -> None:
+    # The row is gone and committed: whatever the store answers, the corpus is deleted. An
+    # object left behind is an orphan, which the sweeper's reconciliation pass removes.
+    try:
+        store.delete_prefix(key)
+    except Exception as exc:  # any store failure: log it, the answer stays 204
+        log.warning("corpus object %s left in the store (reconciliation removes it): %s: %s",
+                    key, type(exc).__name__, exc)

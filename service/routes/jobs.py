@@ -7,8 +7,9 @@ from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 
 from service.deps import PageDep, QueueDep, SessionDep, TeamDep
+from service.inputs import check_text
 from service.schemas import JobIn, JobOut, Listing
-from tokenmill.jobs import cancel_job, get_job, list_jobs, submit_job
+from tokenmill.jobs import IDEMPOTENCY_FIELD, cancel_job, get_job, list_jobs, submit_job
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -21,11 +22,12 @@ def create_job(
     team: TeamDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ):
+    check_text(idempotency_key, IDEMPOTENCY_FIELD)
     job, created = submit_job(session, team, body.tokenizer, body.spec, body.train_corpora,
                               body.eval_corpora, idempotency_key)
     session.commit()
     if created:
-        queue.send_training(job.id)
+        queue.send_training(job.id)  # if the broker is away, the job stays queued and the sweeper sends it
     payload = JobOut.model_validate(job).model_dump(mode="json")
     return JSONResponse(payload, status_code=202 if created else 200)
 

@@ -1,16 +1,27 @@
-"""/v1/tokenizers: names, versions, metadata, files and bundles."""
+"""/v1/tokenizers: names, versions, metadata, files and bundles, and the encode playground.
+
+A file download reads its first chunk before answering, so a store that does not answer is a
+503, not a 200 with nothing behind it; a read that fails later raises inside the stream, and
+the server drops the connection short of the Content-Length it announced: the client sees an
+error, never a complete-looking file.
+"""
 
 import io
+import logging
 import tarfile
+from collections.abc import Iterator
 
-from fastapi import APIRouter
-from fastapi.responses import Response, StreamingResponse
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from service.deps import PageDep, SessionDep, StoreDep, TeamDep
+from service.problems import problem
 from service.schemas import EncodeIn, Listing, TokenizerOut, VersionOut
 from tokenmill.playground import encode_with_version
 from tokenmill.reports import version_evaluations
 from tokenmill.versions import get_version, list_names, list_versions, version_file
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1/tokenizers", tags=["tokenizers"])
 
@@ -59,8 +70,20 @@ def download_file(session: SessionDep, store: StoreDep, team: TeamDep, name: str
         "Content-Length": str(entry["bytes"]),
         "ETag": f'"{entry["sha256"]}"',
     }
-    return StreamingResponse(store.iter_chunks(entry["key"]), media_type=MEDIA_TYPES.get(suffix, "application/octet-stream"),
-                             headers=headers)
+    chunks = store.iter_chunks(entry["key"])
+    first = next(chunks, b"")  # a store that does not answer raises here: 503 (service/problems.py)
+    return StreamingResponse(_stream(entry["key"], first, chunks),
+                             media_type=MEDIA_TYPES.get(suffix, "application/octet-stream"), headers=headers)
+
+
+def _stream(key: str, first: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The file's chunks; a failed read raises, so the server aborts the connection mid-body."""
+    yield first
+    try:
+        yield from chunks
+    except Exception:
+        log.warning("reading %s failed mid-download: the connection is dropped", key, exc_info=True)
+        raise
 
 
 @router.get("/{name}/versions/{version}/evaluations")
@@ -70,5 +93,8 @@ def read_evaluations(session: SessionDep, team: TeamDep, name: str, version: str
 
 
 @router.post("/{name}/versions/{version}/encode")
-def encode(body: EncodeIn, session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str):
-    return encode_with_version(store, get_version(session, team, name, version), body.text)
+def encode(request: Request, body: EncodeIn, session: SessionDep, store: StoreDep, team: TeamDep, name: str,
+           version: str):
+    row = get_version(session, team, name, version)
+    session.commit()  # the encode may take its whole time limit: hold no database connection meanwhile
+    return encode_with_version(store, row, body.text)

@@ -1,16 +1,20 @@
-"""Dashboard sessions: a signed cookie holding the API key's hash, and CSRF tokens derived from it.
+"""Dashboard sessions: a signed cookie naming a session row, and CSRF tokens derived from it.
 
-The cookie carries the SHA-256 of the API key (never the key), signed with itsdangerous
-under `settings.secret_key`. Every request looks that hash up again, so a revoked key
-signs its sessions out at once. The CSRF token of a session is an HMAC of the same hash:
-stable for the session, unguessable without the secret, and checked on every web POST
-(a hidden form field, or the X-CSRF-Token header for the page's script). Signing in has no
-session yet, so its form is protected by a double-submit cookie instead.
+Signing in creates a `web_sessions` row (team, SHA-256 of the API key used); the cookie
+carries the row's id (never the key), signed with itsdangerous under `settings.secret_key`.
+Every request looks the row up again in a short session of its own (closed before the
+route reads a form, so a slow upload holds no database connection): signing out ends the
+row for good, and a revoked key ends every session signed in with it at once. The CSRF
+token of a session is an HMAC of its id: stable for the session, unguessable without the
+secret, and checked on every web POST (a hidden form field, or the X-CSRF-Token header for
+the page's script). Signing in has no session yet, so its form is protected by a
+double-submit cookie instead.
 """
 
 import hashlib
 import hmac
 import secrets
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated
@@ -20,10 +24,10 @@ from fastapi.responses import Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.datastructures import FormData
 
-from service.deps import SessionDep
+from service.inputs import check_values
 from tokenmill.models import Team
 from tokenmill.settings import Settings
-from tokenmill.teams import team_by_key_hash
+from tokenmill.teams import web_session_team
 
 SESSION_COOKIE = "tokenmill_session"
 SIGNIN_COOKIE = "tokenmill_signin"
@@ -41,13 +45,19 @@ class CsrfRejected(Exception):
 
 @dataclass(frozen=True)
 class WebSession:
-    """The signed-in team and the CSRF token its forms carry."""
+    """The signed-in team, the session's row id and the CSRF token its forms carry."""
 
+    id: uuid.UUID
     team: Team
     csrf_token: str
 
     def accepts(self, token: str | None) -> bool:
-        return bool(token) and hmac.compare_digest(str(token), self.csrf_token)
+        return bool(token) and same_secret(str(token), self.csrf_token)
+
+
+def same_secret(given: str, expected: str) -> bool:
+    """A constant-time comparison that also takes what a client made up (non-ASCII, surrogates)."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass"))
 
 
 def _secret(settings: Settings) -> str:
@@ -58,13 +68,20 @@ def _serializer(settings: Settings) -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(_secret(settings), salt="tokenmill.web.session")
 
 
-def csrf_token(settings: Settings, key_hash: str) -> str:
-    """The session's CSRF token: an HMAC of the key hash under the secret key."""
-    return hmac.new(_secret(settings).encode(), f"csrf:{key_hash}".encode(), hashlib.sha256).hexdigest()
+def csrf_token(settings: Settings, session_id: uuid.UUID) -> str:
+    """The session's CSRF token: an HMAC of its id under the secret key."""
+    return hmac.new(_secret(settings).encode(), f"csrf:{session_id}".encode(), hashlib.sha256).hexdigest()
 
 
-def session_cookie_value(settings: Settings, key_hash: str) -> str:
-    return _serializer(settings).dumps(key_hash)
+def session_cookie_value(settings: Settings, session_id: uuid.UUID) -> str:
+    return _serializer(settings).dumps(str(session_id))
+
+
+def _cookie_session_id(settings: Settings, cookie: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(_serializer(settings).loads(cookie, max_age=SESSION_SECONDS)))
+    except (BadSignature, ValueError):  # tampered, expired, or from before sessions had rows
+        raise SignInRequired() from None
 
 
 def set_cookie(request: Request, response: Response, name: str, value: str, max_age: int) -> None:
@@ -77,20 +94,18 @@ def clear_cookie(request: Request, response: Response, name: str) -> None:
     response.delete_cookie(name, path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https")
 
 
-def web_session(request: Request, session: SessionDep) -> WebSession:
-    """The session a signed cookie names, if its API key is still live."""
+def web_session(request: Request) -> WebSession:
+    """The session a signed cookie names, if it has not ended and its API key is still live."""
     settings: Settings = request.app.state.settings
     cookie = request.cookies.get(SESSION_COOKIE)
     if not cookie:
         raise SignInRequired()
-    try:
-        key_hash = _serializer(settings).loads(cookie, max_age=SESSION_SECONDS)
-    except BadSignature:
-        raise SignInRequired() from None
-    team = team_by_key_hash(session, str(key_hash))
+    session_id = _cookie_session_id(settings, cookie)
+    with request.app.state.sessionmaker() as session:
+        team = web_session_team(session, session_id)
     if team is None:
         raise SignInRequired()
-    return WebSession(team=team, csrf_token=csrf_token(settings, str(key_hash)))
+    return WebSession(id=session_id, team=team, csrf_token=csrf_token(settings, session_id))
 
 
 WebSessionDep = Annotated[WebSession, Depends(web_session)]
@@ -103,6 +118,7 @@ async def checked_form(request: Request, web: WebSessionDep) -> AsyncIterator[Fo
         token = form.get(CSRF_FIELD)
         if not web.accepts(token if isinstance(token, str) else None):
             raise CsrfRejected()
+        check_values((name, value) for name, value in form.multi_items() if isinstance(value, str))
         yield form
     finally:
         await form.close()
@@ -126,7 +142,7 @@ def new_signin_nonce() -> str:
 
 def signin_nonce_matches(request: Request, posted: str | None) -> bool:
     cookie = request.cookies.get(SIGNIN_COOKIE)
-    return bool(cookie) and bool(posted) and hmac.compare_digest(cookie, str(posted))
+    return bool(cookie) and bool(posted) and same_secret(str(posted), cookie)
 
 
 def safe_next(target: str | None) -> str:

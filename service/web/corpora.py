@@ -1,8 +1,10 @@
 """The corpora page (upload form and list) and a corpus page with its statistics and Zipf and Heaps plots.
 
-The upload calls `ingest_corpus`, commits, then queues the statistics task, as POST
-/v1/corpora does. Without script the form posts and the browser follows the redirect; the
-page's script posts the same form with XMLHttpRequest (to show progress) and asks for JSON.
+The upload calls `ingest_corpus` (which inserts the row in its own short transaction, after
+the file has streamed), then queues the statistics task, as POST /v1/corpora does; no
+session is held while the form arrives or the file streams. Without script the form posts
+and the browser follows the redirect; the page's script posts the same form with
+XMLHttpRequest (to show progress) and asks for JSON.
 """
 
 import math
@@ -15,7 +17,8 @@ from markupsafe import Markup
 from sqlalchemy import select
 from starlette.datastructures import FormData, UploadFile
 
-from service.deps import QueueDep, SessionDep, StoreDep
+from service.deps import QueueDep, SessionDep, SessionmakerDep, StoreDep
+from service.inputs import MAX_PAGE
 from service.problems import domain_problem
 from service.routes.corpora import get_corpus
 from service.web.auth import FormDep, WebSessionDep
@@ -44,7 +47,8 @@ def _corpora_page(request: Request, session, web, page: int, form: FormData | No
 
 
 @router.get("/corpora")
-def corpora_page(request: Request, session: SessionDep, web: WebSessionDep, page: Annotated[int, Query(ge=1)] = 1):
+def corpora_page(request: Request, session: SessionDep, web: WebSessionDep,
+                 page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1):
     return _corpora_page(request, session, web, page)
 
 
@@ -59,21 +63,21 @@ def _fields(form: FormData) -> CorpusFields:
 
 
 @router.post("/corpora")
-def upload(request: Request, session: SessionDep, store: StoreDep, queue: QueueDep, web: WebSessionDep, form: FormDep):
+def upload(request: Request, web: WebSessionDep, form: FormDep, factory: SessionmakerDep, store: StoreDep,
+           queue: QueueDep):
     upload_file = form.get("file")
+    settings = request.app.state.settings
     try:
         if not isinstance(upload_file, UploadFile) or not upload_file.filename:
             raise InvalidInput("choose a file to upload", field="file")
-        fields = _fields(form)
-        corpus = ingest_corpus(session, store, web.team, fields, read_into(upload_file.file),
-                               request.app.state.settings.max_upload_bytes)
+        corpus = ingest_corpus(factory, store, web.team, _fields(form), read_into(upload_file.file),
+                               max_bytes=settings.max_upload_bytes, max_line_bytes=settings.max_line_bytes)
     except TokenmillError as exc:  # InvalidInput, InvalidCorpus, TooLarge: the form says what to fix
-        session.rollback()
         if wants_json(request):
             return domain_problem(request, exc)
-        return _corpora_page(request, session, web, 1, form, exc)
-    session.commit()
-    queue.send_statistics(corpus.id)
+        with factory() as session:
+            return _corpora_page(request, session, web, 1, form, exc)
+    queue.send_statistics(corpus.id)  # if the broker is away, the sweeper sends it
     location = f"/corpora/{corpus.id}"
     if wants_json(request):
         return JSONResponse({"id": str(corpus.id), "location": location}, status_code=201)

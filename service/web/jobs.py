@@ -2,6 +2,8 @@
 
 Submitting and cancelling call `submit_job` and `cancel_job`, commit, then enqueue, as
 POST /v1/jobs does; a refused spec re-renders the form with the API's message and field.
+Routes that read a form take it before their database session, so a slow client holds no
+connection while its form arrives.
 """
 
 import uuid
@@ -12,12 +14,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.deps import QueueDep, SessionDep
+from service.inputs import MAX_PAGE
 from service.schemas import JobOut
 from service.web.auth import FormDep, WebSession, WebSessionDep
 from service.web.render import WebRoute, render, see_other
 from service.web.spec_form import form_values, spec_fields, spec_from_form
 from tokenmill.errors import InvalidInput
-from tokenmill.jobs import cancel_job, get_job, list_jobs, submit_job
+from tokenmill.jobs import IDEMPOTENCY_FIELD, cancel_job, get_job, list_jobs, submit_job
 from tokenmill.models import FINISHED, Corpus
 from tokenmill.pagination import Page, page_count
 
@@ -28,7 +31,8 @@ PER_PAGE = 50
 
 @router.get("/jobs")
 def jobs_page(request: Request, session: SessionDep, web: WebSessionDep,
-              page: Annotated[int, Query(ge=1)] = 1, status: Annotated[str | None, Query(max_length=20)] = None):
+              page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+              status: Annotated[str | None, Query(max_length=20)] = None):
     rows, total = list_jobs(session, web.team, Page(page=page, limit=PER_PAGE), status or None)
     active = [job for job in rows if job.status not in FINISHED]
     finished = [job for job in rows if job.status in FINISHED]
@@ -44,7 +48,7 @@ def job_status(session: SessionDep, web: WebSessionDep, job_id: uuid.UUID):
 
 
 @router.post("/jobs/{job_id}/cancel")
-def cancel(session: SessionDep, web: WebSessionDep, form: FormDep, job_id: uuid.UUID):
+def cancel(web: WebSessionDep, form: FormDep, session: SessionDep, job_id: uuid.UUID):
     job = cancel_job(session, web.team, job_id)
     session.commit()
     return see_other(f"/jobs#job-{job.id}")
@@ -58,10 +62,12 @@ def _job_form(request: Request, session: Session, web: WebSession, form=None, er
     fields = spec_fields()
     chosen = {"train_corpora": form.getlist("train_corpora") if form else [],
               "eval_corpora": form.getlist("eval_corpora") if form else []}
+    # The form keeps its key across corrections; a key already spent on other values gets a fresh one.
+    key = form.get("idempotency_key") if form and not (error and error.field == IDEMPOTENCY_FIELD) else None
     return render(request, "job_form.html", web, status_code=422 if error else 200, fields=fields,
                   values=form_values(fields, form), corpora=team_corpora(session, web), chosen=chosen,
                   tokenizer=(form.get("tokenizer") or "") if form else "", error=error,
-                  idempotency_key=(form.get("idempotency_key") if form else None) or uuid.uuid4().hex)
+                  idempotency_key=key or uuid.uuid4().hex)
 
 
 @router.get("/jobs/new")
@@ -70,7 +76,7 @@ def new_job_page(request: Request, session: SessionDep, web: WebSessionDep):
 
 
 @router.post("/jobs/new")
-def submit(request: Request, session: SessionDep, queue: QueueDep, web: WebSessionDep, form: FormDep):
+def submit(request: Request, web: WebSessionDep, form: FormDep, session: SessionDep, queue: QueueDep):
     eval_corpora = form.getlist("eval_corpora")
     try:
         job, created = submit_job(session, web.team, str(form.get("tokenizer") or "").strip(),
@@ -81,5 +87,5 @@ def submit(request: Request, session: SessionDep, queue: QueueDep, web: WebSessi
         return _job_form(request, session, web, form, exc)
     session.commit()
     if created:
-        queue.send_training(job.id)
+        queue.send_training(job.id)  # if the broker is away, the job stays queued and the sweeper sends it
     return see_other(f"/jobs#job-{job.id}")

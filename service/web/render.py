@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 
-from service.problems import problem
+from service.problems import domain_problem, problem
 from service.web.auth import CsrfRejected, SignInRequired, WebSession
 from tokenmill.errors import TokenmillError
 
@@ -130,6 +130,8 @@ class WebRoute(APIRoute):
                     return _failure(request, 404, "Not found", f"Nothing lives at {request.url.path}.")
                 return _failure(request, 400, "Bad request", "; ".join(str(e["msg"]) for e in exc.errors()))
             except TokenmillError as exc:
-                return _failure(request, exc.status, exc.title, exc.detail, exc.field)
+                if wants_json(request):
+                    return domain_problem(request, exc)
+                return error_page(request, exc.status, exc.title, exc.detail)
 
         return handle

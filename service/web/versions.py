@@ -1,14 +1,16 @@
 """The version page (spec, lineage, files, metrics, vocabulary curve, diff) and its playground.
 
 Downloads delegate to the API's own handlers with the signed-in team, and the playground
-endpoints call `encode_with_version` / `encode_with_reference`, as POST .../encode does.
+endpoints call `encode_with_version` / `encode_with_reference`, as POST .../encode does (a
+version's encode runs in tokenmill.sandbox, bounded: one cut short shows its reason in the
+playground, with the page's status 422, or 503 and Retry-After when every process is busy).
 """
 
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.deps import SessionDep, StoreDep
@@ -16,7 +18,7 @@ from service.routes import tokenizers as api
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import Axis, Series, line_chart
 from service.web.render import WebRoute, render, templates
-from tokenmill.errors import InvalidInput, NotFound
+from tokenmill.errors import Busy, InvalidInput, NotFound
 from tokenmill.models import Team, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
 from tokenmill.playground import MAX_TEXT, encode_with_reference, encode_with_version
@@ -96,13 +98,23 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
     previous = previous_version(session, web.team, row)
     diff = vocabulary_diff(load_vocabulary(store, previous), load_vocabulary(store, row)) if previous else None
     compare = compare or "reference:o200k_base"
-    results = []
+    results, status, headers = [], 200, {}
     if text:
-        results = [encode_with_version(store, row, text), encode_target(session, store, web.team, compare, text)]
-    return render(request, "version.html", web, row=row, evaluations=evaluations, previous=previous, diff=diff,
-                  diff_shown=DIFF_SHOWN, curve_chart=curve_chart(evaluations), spec=spec_items(row.spec),
-                  options=compare_options(session, web.team, row.name), readable=token_shower(row), compare=compare,
-                  text=text if text is not None else PLAYGROUND_TEXT, results=[tokens_html(r) for r in results])
+        try:
+            results = [tokens_html(encode_with_version(store, row, text)),
+                       tokens_html(encode_target(session, store, web.team, compare, text))]
+        except (InvalidInput, Busy) as exc:
+            # The page stays, with the reason where the tokens would be (the field is the text box).
+            results = [Markup('<p class="error-text" role="alert">{}</p>').format(escape(exc.detail)), Markup("")]
+            status = exc.status
+            headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else {}
+    response = render(request, "version.html", web, status_code=status, row=row, evaluations=evaluations,
+                      previous=previous, diff=diff, diff_shown=DIFF_SHOWN, curve_chart=curve_chart(evaluations),
+                      spec=spec_items(row.spec), options=compare_options(session, web.team, row.name),
+                      readable=token_shower(row), compare=compare, text=text if text is not None else PLAYGROUND_TEXT,
+                      results=results)
+    response.headers.update(headers)
+    return response
 
 
 @router.get("/tokenizers/{name}/versions/{version}/files/{filename}")
@@ -123,7 +135,7 @@ class PlaygroundIn(BaseModel):
 
 
 @router.post("/playground/encode")
-def encode(body: PlaygroundIn, session: SessionDep, store: StoreDep, web: ScriptSessionDep):
+def encode(request: Request, body: PlaygroundIn, session: SessionDep, store: StoreDep, web: ScriptSessionDep):
     """One playground panel: ids, tokens and counts, plus the boxes as HTML."""
     result = encode_target(session, store, web.team, body.target, body.text)
     return JSONResponse({**result, "html": tokens_html(result)})

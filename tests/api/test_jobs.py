@@ -97,3 +97,15 @@ def test_malformed_json_names_the_body(api):
     response = api.post("/v1/jobs", content=b'{"tokenizer": "x", bad', headers={"content-type": "application/json"})
     assert response.status_code == 422 and response.headers["content-type"] == PROBLEM
     assert response.json()["field"] == "body" and "not valid JSON" in response.json()["detail"]
+
+
+def test_a_reused_idempotency_key_with_another_request_is_refused_naming_the_header(api, corpus_id):
+    first = job(api, corpus_id, headers={"Idempotency-Key": "reused"})
+    replay = job(api, corpus_id, headers={"Idempotency-Key": "reused"})
+    other = job(api, corpus_id, spec={"vocab_size": 2000}, headers={"Idempotency-Key": "reused"})
+    renamed = job(api, corpus_id, tokenizer="other", headers={"Idempotency-Key": "reused"})
+    assert (first.status_code, replay.status_code) == (202, 200) and first.json()["id"] == replay.json()["id"]
+    for response in (other, renamed):
+        assert response.status_code == 422 and response.headers["content-type"] == PROBLEM
+        assert response.json()["field"] == "Idempotency-Key"
+    assert api.get("/v1/jobs").json()["total"] == 1

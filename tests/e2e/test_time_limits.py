@@ -16,7 +16,7 @@ from tokenmill.db import transaction
 from tokenmill.ingest import CorpusFields, ingest_corpus
 from tokenmill.jobs import submit_job
 from tokenmill.models import TokenizerVersion, TrainingJob
-from tokenmill.pipeline import TIME_LIMIT
+from tokenmill.lifecycle import TIME_LIMIT
 from tokenmill.settings import Settings
 from tokenmill.teams import create_team
 
@@ -42,7 +42,9 @@ def test_slow_training_is_failed_with_the_time_limit(sessionmaker, store, impati
                     for lang in ("eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva", "rus_Cyrl", "spa_Latn"))
     with transaction(sessionmaker) as session:
         team, _ = create_team(session, f"slow-{uuid.uuid4().hex[:8]}")
-        corpus = ingest_corpus(session, store, team, CorpusFields("slow", "news", "mul"), [text], 10**9)
+    corpus = ingest_corpus(sessionmaker, store, team, CorpusFields("slow", "news", "mul"), [text],
+                           max_bytes=10**9, max_line_bytes=10**6)
+    with transaction(sessionmaker) as session:
         # Unigram's EM on this corpus takes well over two seconds.
         job, _ = submit_job(session, team, "slow", {"algorithm": "unigram", "vocab_size": 6000},
                             [str(corpus.id)], [str(corpus.id)])

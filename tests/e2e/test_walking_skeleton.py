@@ -84,7 +84,10 @@ def test_two_jobs_make_two_versions_and_idempotency_key_makes_one_job(http):
     assert [v["version"] for v in versions["items"]] == [2, 1]
 
     key = unique("key")
-    a, b = submit(http, unique("idem"), corpus["id"], key=key), submit(http, unique("idem"), corpus["id"], key=key)
+    idem = unique("idem")
+    a, b = submit(http, idem, corpus["id"], key=key), submit(http, idem, corpus["id"], key=key)
     assert a.status_code == 202 and b.status_code == 200
     assert a.json()["id"] == b.json()["id"]
+    other = submit(http, unique("idem"), corpus["id"], key=key)  # the same key for another request
+    assert other.status_code == 422 and other.json()["field"] == "Idempotency-Key"
     assert wait_for_job(http, a.json()["id"])["status"] == "succeeded"

@@ -17,6 +17,7 @@ from tokenmill.teams import create_team
 METRIC_KEYS = {"tokens", "words", "characters", "bytes", "fertility", "chars_per_token", "bytes_per_token",
                "continued_word_rate", "unk_rate", "byte_fallback_rate", "roundtrip_rate", "vocab_utilization",
                "shannon_efficiency", "renyi_efficiency"}
+LIMITS = {"max_bytes": 10**9, "max_line_bytes": 10**6}
 
 
 def head(path, n: int) -> bytes:
@@ -29,13 +30,14 @@ def trained(sessionmaker, store):
     """A team with parallel English/Spanish/Chinese news and a code corpus, and one trained version."""
     with transaction(sessionmaker) as session:
         team, _ = create_team(session, f"eval-{uuid.uuid4().hex[:8]}")
-        flores = CORPORA / "parallel_flores200_dev"
-        corpora = [
-            ingest_corpus(session, store, team, CorpusFields(f"flores-{lang}", "news", lang, parallel_group="flores"),
-                          [head(flores / f"{lang}.txt", 300)], 10**9)
-            for lang in ("eng_Latn", "spa_Latn", "zho_Hans")
-        ] + [ingest_corpus(session, store, team, CorpusFields("python", "code", "python"),
-                           [head(CORPORA / "code" / "python.txt", 500)], 10**9)]
+    flores = CORPORA / "parallel_flores200_dev"
+    corpora = [
+        ingest_corpus(sessionmaker, store, team, CorpusFields(f"flores-{lang}", "news", lang, parallel_group="flores"),
+                      [head(flores / f"{lang}.txt", 300)], **LIMITS)
+        for lang in ("eng_Latn", "spa_Latn", "zho_Hans")
+    ] + [ingest_corpus(sessionmaker, store, team, CorpusFields("python", "code", "python"),
+                       [head(CORPORA / "code" / "python.txt", 500)], **LIMITS)]
+    with transaction(sessionmaker) as session:
         job, _ = submit_job(session, team, "news-bpe", {"vocab_size": 2000}, [str(c.id) for c in corpora[:3]], None)
     assert run_training_job(sessionmaker, store, job.id) == "succeeded"
     with sessionmaker() as session:
@@ -99,12 +101,12 @@ def test_no_premium_when_a_parallel_corpus_is_not_line_aligned(sessionmaker, sto
     team, corpora, version = trained
     from tokenmill.evaluation_runs import run_evaluation, submit_run
 
+    short = ingest_corpus(sessionmaker, store, team, CorpusFields("flores-fra-short", "news", "fra_Latn", parallel_group="flores"),
+                          [head(CORPORA / "parallel_flores200_dev" / "fra_Latn.txt", 150)], **LIMITS)
     with transaction(sessionmaker) as session:
         from tokenmill.models import Team
 
         owner = session.get_one(Team, team.id)
-        short = ingest_corpus(session, store, owner, CorpusFields("flores-fra-short", "news", "fra_Latn", parallel_group="flores"),
-                              [head(CORPORA / "parallel_flores200_dev" / "fra_Latn.txt", 150)], 10**9)
         run = submit_run(session, owner, "news-bpe", 1, None, [str(short.id), str(corpora[0].id)])
     assert run_evaluation(sessionmaker, store, run.id) == "succeeded"
     with sessionmaker() as session:

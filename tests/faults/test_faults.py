@@ -1,0 +1,163 @@
+"""Each fault ends every job within minutes (here: seconds, with short heartbeats) as retried
+or failed with a reason a person can act on, and leaves no orphan object and no orphan row."""
+
+import time
+
+import pytest
+from sqlalchemy import select
+
+from tests.faults.conftest import elapsed, record, unique
+from tests.services import CORPORA
+from tests.waiting import UNFINISHED, until
+from tokenmill.models import Corpus, TokenizerVersion
+
+BIBLE = CORPORA / "bible" / "eng_Latn.txt"
+SMALL_SPEC = {"vocab_size": 8000}
+
+
+def upload(http, path=BIBLE, name="bible") -> str:
+    with path.open("rb") as handle:
+        response = http.post("/v1/corpora", files={"file": handle},
+                             data={"name": unique(name), "domain": "religion", "language": "eng_Latn"})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def submit(http, corpus_id: str, spec=None) -> str:
+    response = http.post("/v1/jobs", json={"tokenizer": unique("fault"), "spec": spec or SMALL_SPEC,
+                                           "train_corpora": [corpus_id], "eval_corpora": [corpus_id]})
+    assert response.status_code == 202, response.text
+    return response.json()["id"]
+
+
+def wait_for_stage(http, path: str, done, timeout: float = 120) -> dict:
+    return until(lambda: http.get(path).json(), done, timeout, every=0.2)
+
+
+def ended(http, path: str, timeout: float = 180) -> dict:
+    return until(lambda: http.get(path).json(), lambda item: item["status"] not in UNFINISHED, timeout)
+
+
+def no_orphans(sessionmaker, store, team_id) -> None:
+    """The team's objects are exactly those its rows name (failed jobs' files are gone)."""
+    def objects_and_rows():
+        with sessionmaker() as session:
+            named = set(session.scalars(select(Corpus.storage_key).where(Corpus.team_id == team_id)))
+            for files in session.scalars(select(TokenizerVersion.files).where(TokenizerVersion.team_id == team_id)):
+                named |= {entry["key"] for entry in files}
+        stored = {o.key for o in store.list_objects(f"corpora/{team_id}/")}
+        stored |= {o.key for o in store.list_objects(f"versions/{team_id}/")}
+        return stored, named
+
+    until(objects_and_rows, lambda pair: pair[0] == pair[1], 60)
+
+
+def training(job: dict) -> bool:
+    # The library is reading the corpus and counting (it learns merges once the reading ends).
+    return job["status"] not in UNFINISHED or (job["stage"] == "training" and job["progress"] >= 0.1)
+
+
+def read(job: dict) -> bool:
+    # The corpus is read: the library learns merges, and the next S3 call writes the files.
+    return job["status"] not in UNFINISHED or job["progress"] >= 0.5
+
+
+@pytest.fixture
+def team_id(team_key):
+    return team_key[0].id
+
+
+def test_worker_killed_mid_training_is_retried_and_succeeds(fault_stack, faults_http, sessionmaker, store, team_id):
+    job_id = submit(faults_http, upload(faults_http))
+    wait_for_stage(faults_http, f"/v1/jobs/{job_id}", training)
+    started = time.monotonic()
+    assert fault_stack.kill_worker_children() >= 1
+    job = ended(faults_http, f"/v1/jobs/{job_id}")
+    record("worker child kill -9 mid-training", f"{job['status']} after {job['attempts']} attempts", elapsed(started))
+    assert job["status"] == "succeeded" and job["attempts"] == 2, job
+    no_orphans(sessionmaker, store, team_id)
+
+
+def test_worker_killed_mid_evaluation_is_retried_and_succeeds(fault_stack, faults_http, sessionmaker, store, team_id):
+    corpus_id = upload(faults_http)
+    response = faults_http.post("/v1/evaluations", json={"reference": "o200k_base", "corpora": [corpus_id]})
+    assert response.status_code == 202, response.text
+    path = f"/v1/evaluations/{response.json()['id']}"
+    wait_for_stage(faults_http, path, lambda run: run["status"] != "queued")
+    started = time.monotonic()
+    fault_stack.kill_worker_children()
+    run = ended(faults_http, path)
+    record("worker child kill -9 mid-evaluation", run["status"], elapsed(started))
+    assert run["status"] == "succeeded" and len(run["results"]) == 1, run
+    no_orphans(sessionmaker, store, team_id)
+
+
+def test_database_unreachable_mid_job_is_retried_and_succeeds(fault_stack, faults_http, sessionmaker, store, team_id):
+    job_id = submit(faults_http, upload(faults_http))
+    wait_for_stage(faults_http, f"/v1/jobs/{job_id}", training)
+    started = time.monotonic()
+    fault_stack.database.cut()
+    time.sleep(10)
+    fault_stack.database.restore()
+    job = ended(faults_http, f"/v1/jobs/{job_id}")
+    record("worker's PostgreSQL unreachable for 10 s mid-training", f"{job['status']} after {job['attempts']} attempts",
+           elapsed(started))
+    assert job["status"] == "succeeded" and job["attempts"] >= 2, job
+    no_orphans(sessionmaker, store, team_id)
+
+
+def test_store_unreachable_at_export_is_retried_and_succeeds(fault_stack, faults_http, sessionmaker, store, team_id):
+    job_id = submit(faults_http, upload(faults_http))
+    wait_for_stage(faults_http, f"/v1/jobs/{job_id}", read)
+    started = time.monotonic()
+    fault_stack.s3.cut()  # the corpus is read: the next S3 call is writing the version's files
+    time.sleep(10)
+    fault_stack.s3.restore()
+    job = ended(faults_http, f"/v1/jobs/{job_id}")
+    record("S3 unreachable for 10 s at export", f"{job['status']} after {job['attempts']} attempts", elapsed(started))
+    assert job["status"] == "succeeded" and job["attempts"] >= 2, job
+    no_orphans(sessionmaker, store, team_id)
+
+
+def test_broker_unreachable_at_submission_is_sent_later(fault_stack, faults_http, sessionmaker, store, team_id):
+    corpus_id = upload(faults_http, CORPORA / "legal" / sorted(p.name for p in (CORPORA / "legal").iterdir()
+                                                               if p.suffix == ".txt")[0])
+    fault_stack.broker.cut()
+    started = time.monotonic()
+    try:
+        job_id = submit(faults_http, corpus_id, {"vocab_size": 500})  # 202: the row is committed, the send failed
+    finally:
+        fault_stack.broker.restore()
+    job = ended(faults_http, f"/v1/jobs/{job_id}")
+    record("broker unreachable at submission", f"202, then {job['status']} (sent by the sweeper)", elapsed(started))
+    assert job["status"] == "succeeded", job
+    no_orphans(sessionmaker, store, team_id)
+
+
+def test_corpus_deleted_while_the_store_is_away_leaves_no_object(fault_stack, faults_http, sessionmaker, store, team_id):
+    corpus_id = upload(faults_http)
+    fault_stack.s3.cut()
+    started = time.monotonic()
+    try:
+        assert faults_http.delete(f"/v1/corpora/{corpus_id}").status_code == 204
+    finally:
+        fault_stack.s3.restore()
+    assert faults_http.get(f"/v1/corpora/{corpus_id}").status_code == 404
+    no_orphans(sessionmaker, store, team_id)  # the sweeper's reconciliation removed the object
+    record("corpus DELETE while S3 is unreachable", "204; object removed by reconciliation", elapsed(started))
+
+
+def test_api_database_unreachable_answers_503_problem(fault_stack, faults_http):
+    fault_stack.api_database.cut()
+    started = time.monotonic()
+    try:
+        response = faults_http.get("/v1/corpora")
+    finally:
+        fault_stack.api_database.restore()
+    record("API's PostgreSQL unreachable", f"{response.status_code} {response.headers.get('content-type')}",
+           elapsed(started))
+    assert response.status_code == 503, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert "Retry-After" in response.headers
+    assert "127.0.0.1" not in response.text and "postgres" not in response.text.lower()
+    until(lambda: faults_http.get("/v1/corpora").status_code, lambda status: status == 200, 30)

@@ -9,7 +9,7 @@ from service import problems, web
 from service.inputs import check_request_values
 from service.middleware import Authentication, BodyLimit
 from service.queue import Queue
-from service.routes import corpora, evaluations, health, jobs, tokenizers
+from service.routes import bpe, corpora, evaluations, health, jobs, tokenizers
 from tokenmill import sandbox
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.settings import DEVELOPMENT_SECRET, Settings, get_settings
@@ -62,7 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The last added runs first: authenticate, then cap the body, before any route reads it.
     app.add_middleware(BodyLimit, settings=settings)
     app.add_middleware(Authentication)
-    for module in (health, corpora, jobs, tokenizers, evaluations):
+    for module in (health, corpora, jobs, tokenizers, evaluations, bpe):
         app.include_router(module.router)
     app.mount("/static", web.static_files(), name="static")
     app.include_router(web.router)

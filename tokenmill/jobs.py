@@ -85,6 +85,8 @@ def submit_job(
     if not train_corpora:
         raise InvalidInput("'train_corpora' must name at least one corpus", field="train_corpora")
     train = team_corpora(session, team, parse_ids(train_corpora, "train_corpora"), "train_corpora")
+    if resolved.parity:
+        check_parallel(train)
     evaluate = corpus_ids_or_all(session, team, eval_corpora, "eval_corpora")
     job = TrainingJob(
         team_id=team.id,
@@ -105,6 +107,15 @@ def submit_job(
             raise
         return _replayed(existing, fingerprint), False
     return job, True
+
+
+def check_parallel(corpora: Sequence[Corpus]) -> None:
+    """Parity-aware training needs one parallel group in two or more languages (its dev set)."""
+    groups = {c.parallel_group for c in corpora}
+    languages = {c.language for c in corpora}
+    if len(groups) != 1 or None in groups or len(languages) < 2:
+        raise InvalidInput("spec.parity needs training corpora of one parallel_group in two or more languages "
+                           "(their first lines, line-aligned, are the parallel dev set)", field="train_corpora")
 
 
 def request_sha256(tokenizer: str, spec: dict, train_corpora: Sequence[str], eval_corpora: Sequence[str] | None) -> str:

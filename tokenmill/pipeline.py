@@ -38,7 +38,7 @@ from tokenmill.versions import next_version_number
 
 log = logging.getLogger(__name__)
 
-LIBRARIES = ("tokenizers", "sentencepiece", "tiktoken", "transformers")
+LIBRARIES = ("tokenizers", "sentencepiece", "rustbpe", "tiktoken", "transformers")
 
 
 def job_prefix(job: TrainingJob) -> str:

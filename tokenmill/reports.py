@@ -104,6 +104,11 @@ def _cell(pairs: list[tuple[Evaluation, Corpus]]) -> dict[str, float | int]:
             "tokens": tokens, "words": words, "corpora": len(pairs)}
 
 
+def version_label(version: TokenizerVersion) -> str:
+    """How dashboards name a version; parity-aware ones say so, to be read beside plain BPE's."""
+    return f"{version.name} v{version.version}" + (" (parity)" if version.spec.get("parity") else "")
+
+
 def fertility_matrix(session: Session, team: Team, name: str | None = None) -> dict[str, Any]:
     """Rows: versions (newest first) and references; columns: domains, and (domain, language) pairs."""
     query = select(TokenizerVersion).where(TokenizerVersion.team_id == team.id)
@@ -116,8 +121,8 @@ def fertility_matrix(session: Session, team: Team, name: str | None = None) -> d
     for pair in pairs:
         by_subject[subject_of(pair[0])].append(pair)
     subjects: list[tuple[Subject, dict[str, Any]]] = [
-        (("version", str(v.id)), {"kind": "version", "name": v.name, "version": v.version, "label": f"{v.name} v{v.version}",
-                                  "vocab_size": v.vocab_size})
+        (("version", str(v.id)), {"kind": "version", "name": v.name, "version": v.version, "label": version_label(v),
+                                  "vocab_size": v.vocab_size, "parity": bool(v.spec.get("parity"))})
         for v in versions
     ] + [(("reference", r), {"kind": "reference", "name": r, "version": None, "label": r, "vocab_size": None})
          for r in REFERENCE_NAMES]

@@ -15,7 +15,8 @@ from pydantic_core import PydanticCustomError
 from tokenmill.errors import InvalidInput
 
 Algorithm = Literal["bpe", "wordpiece", "unigram"]
-Library = Literal["tokenizers", "sentencepiece"]
+# rustbpe: byte-level BPE only, about twice as fast as tokenizers at half its memory (BENCHMARKS.md).
+Library = Literal["tokenizers", "sentencepiece", "rustbpe"]
 PreTokenizer = Literal["gpt2", "cl100k", "o200k", "whitespace", "metaspace", "none"]
 Normalization = Literal["none", "nfc", "nfkc", "nfd", "nfkd"]
 
@@ -56,6 +57,11 @@ class TrainingSpec(BaseModel):
     character_coverage: float = Field(0.9995, gt=0, le=1)
     max_sentences: int | None = Field(None, ge=1, le=MAX_INT)
     seed: int = Field(0, ge=0, le=MAX_INT)
+    # Parity-aware BPE (Foroutan, Meister et al. 2025; tokenizers' ParityBpeTrainer): merges are
+    # chosen for the language that compresses worst on a parallel dev set, the first
+    # `parity_dev_lines` lines of each language's training corpus (one parallel_group).
+    parity: bool = False
+    parity_dev_lines: int = Field(200, ge=10, le=100_000)
 
     @field_validator("pre_tokenizer_regex", "end_of_word_suffix")
     @classmethod
@@ -118,7 +124,7 @@ def unstorable(text: str, controls: bool) -> str | None:
 def _fill_defaults(spec: TrainingSpec) -> TrainingSpec:
     byte_level = spec.byte_level
     if byte_level is None:
-        byte_level = spec.library == "tokenizers" and spec.algorithm == "bpe" and not spec.byte_fallback
+        byte_level = spec.library in ("tokenizers", "rustbpe") and spec.algorithm == "bpe" and not spec.byte_fallback
     pre_tokenizer = spec.pre_tokenizer
     if pre_tokenizer is None:
         if spec.library == "sentencepiece":
@@ -153,6 +159,10 @@ def _check_combination(spec: TrainingSpec) -> None:
             _refuse("lowercase", "sentencepiece folds case only together with nfkc: set normalization to 'nfkc'")
         if spec.max_token_length and spec.max_token_length > SENTENCEPIECE_MAX_PIECE:
             _refuse("max_token_length", f"sentencepiece allows pieces of at most {SENTENCEPIECE_MAX_PIECE} characters")
+    if spec.library == "rustbpe":
+        _check_rustbpe(spec)
+    if spec.parity:
+        _check_parity(spec)
     if spec.byte_level and spec.byte_fallback:
         _refuse("byte_fallback", "a byte-level vocabulary already covers every byte; drop byte_fallback")
     if spec.byte_level and spec.algorithm != "bpe":
@@ -167,6 +177,26 @@ def _check_combination(spec: TrainingSpec) -> None:
     if spec.pre_tokenizer_regex:
         _check_regex(spec.pre_tokenizer_regex)
     _check_vocab_size(spec)
+
+
+def _check_parity(spec: TrainingSpec) -> None:
+    if spec.library != "tokenizers" or spec.algorithm != "bpe" or not spec.byte_level:
+        _refuse("parity", "parity-aware training is byte-level bpe on the tokenizers library")
+    if spec.max_sentences:
+        _refuse("max_sentences", "parity-aware training reads every line of each language (no sample)")
+
+
+def _check_rustbpe(spec: TrainingSpec) -> None:
+    from tokenmill.rustbpe_training import check_pattern, refusal
+
+    if (why := refusal(spec)) is not None:
+        field, _, reason = why.partition(": ")
+        _refuse(field, reason)
+    if spec.pre_tokenizer_regex:
+        try:
+            check_pattern(spec.pre_tokenizer_regex)
+        except ValueError as exc:
+            _refuse("pre_tokenizer_regex", f"rustbpe's regex engine (fancy_regex) refuses it: {exc}")
 
 
 def _check_regex(pattern: str) -> None:

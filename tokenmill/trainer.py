@@ -5,6 +5,7 @@ trains, and exports; the job pipeline does the rest (store, register, clean up).
 """
 
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, islice
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from tokenmill.corpora import corpus_documents
 from tokenmill.export import artifact_files, manifest, sha256
 from tokenmill.models import Corpus
 from tokenmill.progress import tracked
+from tokenmill.rustbpe_training import train_rustbpe
 from tokenmill.sampling import reservoir_sample
 from tokenmill.sentencepiece_training import train_sentencepiece
 from tokenmill.spec import TrainingSpec
@@ -39,6 +41,8 @@ def training_texts(store: ObjectStore, corpora: list[Corpus]) -> Iterator[str]:
 def train_tokenizer(spec: TrainingSpec, texts: Iterable[str], alphabet: list[str] | None = None,
                     progress: Callable[[float], None] | None = None) -> tuple[Tokenizer, dict[str, bytes]]:
     """A tokenizer trained as the spec says, with the files only sentencepiece writes."""
+    if spec.library == "rustbpe":
+        return train_rustbpe(spec, texts), {}
     if spec.library == "sentencepiece":
         result = train_sentencepiece(spec, texts, progress)
         return Tokenizer.from_str(result.tokenizer_json), {"tokenizer.model": result.model, "tokenizer.vocab": result.vocab}
@@ -69,6 +73,9 @@ def train_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], r
     def texts() -> Iterable[str]:
         return sample if sample is not None else training_texts(store, corpora)
 
+    if spec.parity:
+        tokenizer, extra = _train_parity(spec, store, corpora, report), {}
+        return _version(spec, tokenizer, extra, lineage, report)
     alphabet = None
     if training.needs_alphabet(spec):
         # One more pass over the texts, to choose the alphabet the way character_coverage says.
@@ -76,7 +83,39 @@ def train_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], r
     start = 0.0 if sample is None and alphabet is None else 0.2
     reading = tracked(texts(), total, report, "training", start, 0.5)
     tokenizer, extra = train_tokenizer(spec, reading, alphabet, lambda done: report("training", 0.5 + 0.3 * done))
+    return _version(spec, tokenizer, extra, lineage, report)
+
+
+def _version(spec: TrainingSpec, tokenizer: Tokenizer, extra: dict[str, bytes], lineage: dict[str, Any],
+             report: Report) -> TrainedFiles:
     report("exporting", 0.82, force=True)
     files = version_contents(spec, tokenizer, extra, lineage)
     return TrainedFiles(files=files, hashes={name: sha256(data) for name, data in files.items()},
                         vocab_size=tokenizer.get_vocab_size())
+
+
+def by_language(corpora: list[Corpus]) -> dict[str, list[Corpus]]:
+    """The corpora of each language, languages in the order they first appear."""
+    groups: dict[str, list[Corpus]] = {}
+    for corpus in corpora:
+        groups.setdefault(corpus.language, []).append(corpus)
+    return groups
+
+
+def _train_parity(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], report: Report) -> Tokenizer:
+    # Each language's first corpus is line-aligned with the others' (one parallel_group, checked
+    # at submission): its first parity_dev_lines documents are the dev set, the rest trains.
+    groups = list(by_language(corpora).values())
+    dev = [list(islice(corpus_documents(store, group[0]), spec.parity_dev_lines)) for group in groups]
+    total = sum(c.characters for c in corpora)
+    done = 0.0
+    languages = []
+    for group, held_out in zip(groups, dev):
+        share = sum(c.characters for c in group) / max(total, 1)
+        texts = chain(islice(corpus_documents(store, group[0]), len(held_out), None),
+                      *(corpus_documents(store, corpus) for corpus in group[1:]))
+        languages.append(tracked(texts, sum(c.characters for c in group), report, "training", 0.5 * done,
+                                 0.5 * (done + share)))
+        done += share
+    report("training", 0.0, force=True)
+    return training.train_parity(spec, languages, dev)

@@ -30,6 +30,9 @@ def determinism(spec: TrainingSpec) -> dict[str, bool | str]:
     """
     if spec.library == "sentencepiece":
         return {"deterministic": True, "note": "sentencepiece with a fixed thread count and a seeded sample"}
+    if spec.library == "rustbpe":
+        return {"deterministic": True, "note": "rustbpe: the most frequent pair, a tie to the lower pair of ids; "
+                                               "counts are sums, so the order of the texts does not matter"}
     if spec.algorithm == "bpe" and not spec.end_of_word_suffix:
         return {"deterministic": True, "note": "tokenizers BPE without subword prefix or suffix"}
     return {"deterministic": False,
@@ -192,6 +195,25 @@ def train(spec: TrainingSpec, texts: Iterable[str], alphabet: list[str] | None =
     tokenizer.train_from_iterator(texts, trainer=trainer)
     if spec.byte_fallback:
         tokenizer = _unspecial_byte_tokens(tokenizer)
+    return tokenizer
+
+
+def train_parity(spec: TrainingSpec, languages: list[Iterable[str]], dev: list[Iterable[str]]) -> Tokenizer:
+    """Parity-aware byte-level BPE: one training and one parallel dev iterator per language.
+
+    Each merge goes to the language whose dev text compresses worst so far (tokenizers'
+    ParityBpeTrainer, "base" variant); the vocabulary is laid out as plain BPE's: the special
+    tokens, the 256 bytes, then the merges.
+    """
+    tokenizer, _ = build(spec)
+    tokens = trainer_tokens(spec)
+    trainer = trainers.ParityBpeTrainer(
+        num_merges=spec.vocab_size - len(tokens) - len(pre_tokenizers.ByteLevel.alphabet()),
+        min_frequency=spec.min_frequency, special_tokens=tokens, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    trainer.train_from_iterator(tokenizer, train_iterators=[iter(texts) for texts in languages],
+                                dev_iterators=[iter(texts) for texts in dev])
     return tokenizer
 
 

@@ -50,3 +50,6 @@ def reset_after_fork(**_) -> None:
     from workers import tasks
 
     tasks.resources.cache_clear()
+    # Build them now, before any task's time limit runs: the S3 client's imports alone take a
+    # second or more on a busy machine.
+    tasks.resources()

@@ -154,3 +154,160 @@
     if (document.querySelector('[data-pending="true"]')) window.setTimeout(() => window.location.reload(), 2000);
   });
 })();
+
+// ---- BPE step-through (/bpe) -----------------------------------------------------------------
+// The page works as a GET form without this; with it, Step / Back / Reset / Automerge move
+// between states fetched from /bpe/steps (HTML the server renders from the same templates, a
+// window of them at a time), editing the corpus or the tie-break recounts at once, and the
+// vocabulary and merge lists (sent whole, numbered) show as much as the state has learned.
+(function () {
+  const MAX_URL = 4000;  // longer corpora stay out of the address bar (the server reads 16 kB request lines)
+
+  async function postSteps(body) {
+    const token = document.querySelector('meta[name="csrf-token"]')?.content || "";
+    const response = await fetch("/bpe/steps", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRF-Token": token },
+      body: JSON.stringify(body),
+      credentials: "same-origin",
+    });
+    const data = await response.json().catch(() => ({}));
+    if (!response.ok) throw new Error(data.detail || `request failed (${response.status})`);
+    return data;
+  }
+
+  function corpusRequest(form) {
+    const fields = new FormData(form);
+    return { corpus: fields.get("corpus") || "", tie_break: fields.get("tie_break") || "first_seen",
+             end_of_word: fields.get("end_of_word") !== null };
+  }
+
+  function versionRequest(form) {
+    const fields = new FormData(form);
+    return { tokenizer: fields.get("tokenizer"), version: fields.get("version") || "latest",
+             corpus_id: fields.get("corpus_id"), lines: Number(fields.get("lines")) || 50 };
+  }
+
+  function enhanceBpe(controls) {
+    const corpusForm = document.getElementById("bpe-corpus-form");
+    const versionForm = document.getElementById("bpe-version-form");
+    const stateBox = document.getElementById("bpe-state");
+    const lists = document.getElementById("bpe-lists");
+    const error = document.getElementById("bpe-error");
+    const buttons = Object.fromEntries(Array.from(controls.querySelectorAll("button[data-go]"), (b) => [b.dataset.go, b]));
+    const hidden = Object.fromEntries(Array.from(controls.querySelectorAll('input[type="hidden"]'), (i) => [i.name, i.value]));
+    let request = hidden.tokenizer ? versionRequest(versionForm) : corpusRequest(corpusForm);
+    let states = new Map();
+    let step = Number(controls.dataset.step);
+    let total = Number(controls.dataset.total);
+    let generation = 0;  // bumped when the corpus, rule or version changes: late answers are dropped
+    let playing = 0;     // bumped to stop a running Automerge
+
+    async function load(start) {
+      const mine = generation;
+      const data = await postSteps({ ...request, start });
+      if (mine !== generation) return false;
+      if (!states.size) {
+        lists.innerHTML = data.lists;  // escaped by the server's template
+        document.getElementById("bpe-run-h").textContent = data.heading;
+        corpusForm.classList.toggle("bpe-active", data.mode === "corpus");
+        versionForm.classList.toggle("bpe-active", data.mode === "version");
+      }
+      total = data.total_steps;
+      data.states.forEach((s) => states.set(s.step, s));
+      return true;
+    }
+
+    function showLists(state) {
+      lists.querySelectorAll("#bpe-vocab li").forEach((li) => { li.hidden = Number(li.dataset.i) >= state.vocabulary_size; });
+      lists.querySelectorAll("#bpe-merges li").forEach((li) => {
+        const i = Number(li.dataset.i);
+        li.hidden = i >= state.step;
+        li.classList.toggle("bpe-latest", i === state.step - 1);
+      });
+      lists.querySelector("#bpe-vocab-size").textContent = state.vocabulary_size;
+      lists.querySelector("#bpe-merge-count").textContent = state.step;
+      lists.querySelector("#bpe-no-merges").hidden = state.step > 0;
+    }
+
+    function remember(k) {
+      const url = new URL(window.location.href);
+      url.search = "";
+      Object.entries(request).forEach(([name, value]) => {
+        if (name === "end_of_word") { if (value) url.searchParams.set(name, "on"); } else url.searchParams.set(name, value);
+      });
+      url.searchParams.set("step", k);
+      if (url.href.length > MAX_URL) url.searchParams.delete("corpus");
+      window.history.replaceState(null, "", url);
+    }
+
+    async function show(k) {
+      k = Math.max(0, Math.min(k, total));
+      if (!states.has(k) && !(await load(k))) return;
+      const state = states.get(Math.min(k, total));
+      if (!state) return;
+      step = state.step;
+      stateBox.innerHTML = state.html;  // escaped by the server's template
+      showLists(state);
+      document.getElementById("bpe-step").textContent = step;
+      document.getElementById("bpe-total").textContent = total;
+      buttons.back.disabled = step === 0;
+      buttons.step.disabled = buttons.auto.disabled = step >= total;
+      error.hidden = true;
+      remember(step);
+    }
+
+    async function run(action) {
+      try { await action(); } catch (e) { playing += 1; error.textContent = e.message; error.hidden = false; }
+    }
+
+    async function automerge() {
+      const mine = ++playing;
+      while (mine === playing && step < total) {
+        await show(step + 1);
+        // The whole run in about four seconds, a quarter of a second a step at most.
+        await new Promise((done) => window.setTimeout(done, Math.max(30, Math.min(250, 4000 / total))));
+      }
+    }
+
+    async function restart(next, keepStep) {
+      playing += 1;
+      generation += 1;
+      request = next;
+      states = new Map();
+      const k = keepStep ? step : 0;
+      if (await load(k)) await show(k);
+    }
+
+    controls.addEventListener("click", (event) => {
+      const button = event.target.closest("button[data-go]");
+      if (!button) return;
+      event.preventDefault();
+      const go = button.dataset.go;
+      if (go === "auto") { run(automerge); return; }
+      playing += 1;
+      run(() => show(go === "reset" ? 0 : go === "back" ? step - 1 : step + 1));
+    });
+    let typing = null;
+    corpusForm.addEventListener("input", (event) => {
+      if (event.target.name !== "corpus") return;
+      window.clearTimeout(typing);
+      typing = window.setTimeout(() => run(() => restart(corpusRequest(corpusForm), false)), 400);
+    });
+    corpusForm.addEventListener("change", (event) => {
+      // Another rule or marker on the same corpus: stay at the same step, to compare.
+      if (event.target.name !== "corpus") run(() => restart(corpusRequest(corpusForm), !request.tokenizer));
+    });
+    corpusForm.addEventListener("submit", (event) => { event.preventDefault(); run(() => restart(corpusRequest(corpusForm), false)); });
+    versionForm.addEventListener("submit", (event) => {
+      if (!versionForm.querySelector("select")) return;  // nothing to replay yet: the form has no fields
+      event.preventDefault();
+      run(() => restart(versionRequest(versionForm), false));
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const controls = document.getElementById("bpe-controls");
+    if (controls) enhanceBpe(controls);
+  });
+})();

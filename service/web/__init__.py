@@ -7,11 +7,11 @@ serves the one stylesheet and the one script. Pages call the same core functions
 from fastapi import APIRouter
 from fastapi.staticfiles import StaticFiles
 
-from service.web import corpora, fertility, jobs, signin, versions
+from service.web import bpe, corpora, fertility, jobs, signin, versions
 from service.web.render import STATIC
 
 router = APIRouter(include_in_schema=False)
-for module in (signin, fertility, versions, jobs, corpora):
+for module in (signin, fertility, versions, jobs, corpora, bpe):
     router.include_router(module.router)
 
 

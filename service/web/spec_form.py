@@ -19,7 +19,7 @@ from tokenmill.spec import TrainingSpec
 HELP = {
     "algorithm": "How the vocabulary is learned: frequent-pair merges (bpe), likelihood merges (wordpiece) "
                  "or pruning a large vocabulary (unigram).",
-    "library": "Which library trains it: Hugging Face tokenizers or Google sentencepiece.",
+    "library": "Which library trains it: Hugging Face tokenizers, Google sentencepiece, or rustbpe (byte-level BPE, about twice as fast).",
     "vocab_size": "How many tokens the vocabulary holds, special tokens and the base alphabet included.",
     "byte_level": "Start from the 256 bytes (GPT-2 style) so no text is ever unknown; auto picks it for bpe on tokenizers.",
     "byte_fallback": "Spell characters missing from the vocabulary as byte tokens instead of an unknown token.",
@@ -35,6 +35,9 @@ HELP = {
     "character_coverage": "Share of the corpus's characters the base alphabet must cover; rarer ones become unknown or bytes.",
     "max_sentences": "Train on a seeded random sample of this many lines; empty uses every line.",
     "seed": "The random seed for sampling and training, recorded in the lineage.",
+    "parity": "Parity-aware BPE: give each merge to the language that compresses worst, so the languages of a "
+              "parallel group pay closer to the same number of tokens (train on one parallel group).",
+    "parity_dev_lines": "With parity: how many first lines of each language's corpus form the parallel dev set.",
 }
 
 

@@ -89,3 +89,4 @@ def api_process(settings, log: Path, **env: str) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            print(f"API log tail ({log}):\n" + log.read_text(errors="replace")[-3000:])

@@ -60,7 +60,8 @@ def _port(url: str) -> tuple[str, int]:
     return parsed.hostname, parsed.port
 
 
-@pytest.fixture(scope="session")
+# Package-scoped: its sweeper stops with the fault tests, so it never sends other suites' queued jobs.
+@pytest.fixture(scope="package")
 def fault_stack(settings, tmp_path_factory):
     redis_db = services.REDIS_DB_BASE + 2
     broker_url = settings.broker_url.rsplit("/", 1)[0] + f"/{redis_db}"

@@ -3,16 +3,16 @@
 
 import subprocess
 import sys
-import time
 
 from sqlalchemy import select
 
-from tests.faults.conftest import record, unique
-from tests.faults.test_faults import BIBLE, upload
-from tests.stack import process_env
+from tests.services import CORPORA
+from tests.stack import process_env, unique
 from tokenmill.db import transaction
+from tokenmill.ingest import CorpusFields, ingest_corpus
 from tokenmill.jobs import submit_job
-from tokenmill.models import Team, TrainingJob
+from tokenmill.models import TrainingJob
+from tokenmill.teams import create_team
 
 CAP = 300 * 2**20
 RUN_ONE_JOB = """
@@ -29,18 +29,18 @@ print(run_training_job(factory, store, uuid.UUID(sys.argv[1]), WorkLimits(max_me
 """
 
 
-def test_a_job_over_the_memory_cap_fails_with_that_reason(settings, sessionmaker, faults_http, team_key):
-    corpus_id = upload(faults_http, BIBLE)
+def test_a_job_over_the_memory_cap_fails_with_that_reason(settings, sessionmaker, store):
     with transaction(sessionmaker) as session:
-        team = session.get_one(Team, team_key[0].id)
-        # Not sent to the stack's worker: this test runs the job in a process of its own.
-        job, _ = submit_job(session, team, unique("greedy"), {"vocab_size": 30000}, [corpus_id], [corpus_id])
-    started = time.monotonic()
+        team, _ = create_team(session, unique("greedy"))
+    with (CORPORA / "bible" / "eng_Latn.txt").open("rb") as handle:
+        corpus = ingest_corpus(sessionmaker, store, team, CorpusFields("bible", "religion", "eng_Latn"), handle,
+                               max_bytes=10**9, max_line_bytes=10**6)
+    with transaction(sessionmaker) as session:
+        # Never sent to a worker (and no sweeper runs here): the job runs in a process of its own.
+        job, _ = submit_job(session, team, unique("greedy"), {"vocab_size": 30000}, [str(corpus.id)], [str(corpus.id)])
     done = subprocess.run([sys.executable, "-c", RUN_ONE_JOB, str(job.id), str(CAP)], env=process_env(settings, 0),
                           capture_output=True, text=True, timeout=300)
     with sessionmaker() as session:
         row = session.scalar(select(TrainingJob).where(TrainingJob.id == job.id))
-    record(f"a job over a {CAP >> 20} MiB memory cap", f"{row.status}; worker process exit {done.returncode}",
-           time.monotonic() - started)
     assert done.returncode == 70, done.stdout + done.stderr[-3000:]
     assert row.status == "failed" and "more than 0.3 GiB of memory" in row.error, row.error

@@ -5,12 +5,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /app
 
 RUN useradd --create-home --uid 1000 tokenmill
-COPY pyproject.toml README.md requirements-refs.txt alembic.ini ./
+COPY pyproject.toml README.md requirements.lock requirements-refs.txt alembic.ini ./
 COPY tokenmill ./tokenmill
 COPY service ./service
 COPY workers ./workers
 COPY migrations ./migrations
-RUN pip install -e . && pip install --no-deps -r requirements-refs.txt
+# The runtime dependencies only, at the versions requirements.lock pins (transitive ones too).
+RUN pip install -c requirements.lock -e . && pip install --no-deps -r requirements-refs.txt
 
 # Evaluation's compiled loops (numba) are compiled at their first use and kept here for
 # every process of the container.

@@ -2,16 +2,17 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-refs.txt | sha256sum | cut -c1-12)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock requirements-refs.txt | sha256sum | cut -c1-12)
 
-.PHONY: install up test test-unit bench docs clean
+.PHONY: install up test test-unit lint lock bench docs clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml requirements-refs.txt
+$(STAMP): pyproject.toml requirements.lock requirements-refs.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	# The project with the exact locked versions of everything it pulls in (transitive ones too).
+	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]'
 	# The GPT-2 rank file ships inside openai-whisper; take the file, not its torch dependency.
 	$(BIN)/pip install --quiet --no-deps -r requirements-refs.txt
 	rm -f $(VENV)/.installed-*
@@ -20,8 +21,16 @@ $(STAMP): pyproject.toml requirements-refs.txt
 up: install
 	$(BIN)/tokenmill up
 
-test: install
+test: install lint
 	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check tokenmill service workers tests benchmarks migrations
+
+# Rewrite requirements.lock from pyproject.toml (needs uv: `.venv/bin/pip install uv`).
+lock:
+	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --no-header -o requirements.lock
+	sed -i '1i # The exact versions `make install` installs (every transitive one): `make lock` writes it from pyproject.toml.' requirements.lock
 
 test-unit: install
 	$(BIN)/python -m pytest tests/unit

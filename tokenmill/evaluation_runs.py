@@ -1,28 +1,23 @@
 """Evaluations on request (POST /v1/evaluations): a version or a reference, on chosen corpora.
 
-Queued like training, and ending the same ways (lifecycle.py): the API commits a run, a
-worker claims it (queued → running) and writes one `Evaluation` row per corpus, tagged with
-the run, in one transaction with its success.
+The API side: submit, read. Queued like training, and ending the same ways
+(lifecycle.py): the API commits a run, a worker claims it (evaluation_pipeline.py) and
+writes one `Evaluation` row per corpus, tagged with the run, in one transaction with its
+success. Nothing here imports the evaluation engine.
 """
 
 import uuid
 from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from tokenmill.db import transaction, utcnow
-from tokenmill.encoders import reference_encoder
 from tokenmill.errors import InvalidInput, NotFound
-from tokenmill.corpora import corpus_documents
-from tokenmill.evaluation import evaluate_version, evaluation_row, measure
-from tokenmill.jobs import corpus_ids_or_all, existing_corpora
-from tokenmill.lifecycle import Claim, WorkLimits, claim, fail, held, run_claimed
-from tokenmill.models import Corpus, Evaluation, EvaluationRun, Team, TokenizerVersion
+from tokenmill.jobs import corpus_ids_or_all
+from tokenmill.models import Corpus, Evaluation, EvaluationRun, Team
 from tokenmill.references import REFERENCE_NAMES
 from tokenmill.reports import evaluation_out, premiums, subject_of
-from tokenmill.store import ObjectStore
-from tokenmill.versions import get_version, version_files
+from tokenmill.versions import get_version
 
 
 
@@ -65,43 +60,3 @@ def run_out(session: Session, run: EvaluationRun) -> dict[str, Any]:
             "version_id": str(run.version_id) if run.version_id else None, "corpora": run.corpus_ids,
             "results": results, "created_at": run.created_at.isoformat(),
             "finished_at": run.finished_at.isoformat() if run.finished_at else None}
-
-
-def run_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID,
-                   limits: WorkLimits = WorkLimits()) -> str:
-    """Worker side of a run: measure, then store every result and the status together."""
-    outcome = claim(factory, EvaluationRun, run_id, limits)
-    if outcome is not Claim.CLAIMED:
-        return outcome.value
-    with factory() as session:
-        run = session.get_one(EvaluationRun, run_id)
-        corpora = existing_corpora(session, run.corpus_ids)
-        version = session.get(TokenizerVersion, run.version_id) if run.version_id else None
-
-    def work() -> str:
-        results = _measure(store, run, version, corpora)
-        with transaction(factory) as session:
-            finished = session.execute(
-                update(EvaluationRun).where(held(EvaluationRun, run_id, run.attempts))
-                .values(status="succeeded", finished_at=utcnow(), updated_at=utcnow())).rowcount
-            if not finished:
-                return "skipped"  # the sweeper took it for dead meanwhile: its results are not ours to write
-            session.add_all(evaluation_row(run.team_id, corpus, metrics, version_id=run.version_id,
-                                           reference=run.reference, run_id=run.id) for corpus, metrics in results)
-        return "succeeded"
-
-    # An evaluation run writes nothing to the store: there is nothing to discard.
-    return run_claimed(factory, EvaluationRun, run_id, run.attempts, limits, work, lambda: None, "evaluation")
-
-
-def _measure(store: ObjectStore, run: EvaluationRun, version: TokenizerVersion | None,
-             corpora: list[Corpus]) -> list[tuple[Corpus, dict[str, Any]]]:
-    if version is not None:
-        return evaluate_version(store, version.name, version_files(store, version), corpora, lambda _: None)
-    encoder = reference_encoder(str(run.reference))
-    return [(corpus, measure(encoder, corpus_documents(store, corpus))) for corpus in corpora]
-
-
-def abandon_run(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, message: str) -> None:
-    """Fail a run whose worker was killed (hard time limit); it wrote nothing to the store."""
-    fail(factory, EvaluationRun, run_id, message)

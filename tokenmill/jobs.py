@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from tokenmill.db import utcnow
 from tokenmill.errors import Conflict, InvalidInput, NotFound
-from tokenmill.models import FINISHED, Corpus, Team, TrainingJob
+from tokenmill.models import FINISHED, UNFINISHED, Corpus, Status, Team, TrainingJob
 from tokenmill.pagination import Page, paginate
 from tokenmill.spec import resolve_spec
 
@@ -166,11 +166,11 @@ def cancel_job(session: Session, team: Team, job_id: uuid.UUID | str) -> Trainin
     job = get_job(session, team, job_id)
     result = session.execute(
         update(TrainingJob)
-        .where(TrainingJob.id == job.id, TrainingJob.status.in_(("queued", "running")))
-        .values(status="cancelled", stage="cancelled", finished_at=utcnow(), updated_at=utcnow())
+        .where(TrainingJob.id == job.id, TrainingJob.status.in_(UNFINISHED))
+        .values(status=Status.CANCELLED, stage="cancelled", finished_at=utcnow(), updated_at=utcnow())
         .execution_options(synchronize_session=False)
     )
     session.refresh(job)
-    if result.rowcount == 0 and job.status in FINISHED and job.status != "cancelled":
+    if result.rowcount == 0 and job.status in FINISHED and job.status != Status.CANCELLED:
         raise Conflict(f"job {job.id} has already {job.status}")
     return job

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
 from tokenmill.errors import TokenmillError
-from tokenmill.models import EvaluationRun, TrainingJob
+from tokenmill.models import EvaluationRun, Status, TrainingJob
 from tokenmill.settings import Settings
 from tokenmill.store import TRANSIENT_ERRORS
 
@@ -96,7 +96,7 @@ class Claim(str, Enum):
 def held(model: Work, row_id: uuid.UUID, attempt: int | None = None):
     """The row, while it runs (in the given attempt: a worker taken for dead that wakes up
     again must not write over the attempt that took its place)."""
-    condition = (model.id == row_id) & (model.status == "running")
+    condition = (model.id == row_id) & (model.status == Status.RUNNING)
     return condition if attempt is None else condition & (model.attempts == attempt)
 
 
@@ -110,10 +110,10 @@ def claim(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, limits
     with transaction(factory) as session:
         attempts = session.execute(
             update(model)
-            .where(model.id == row_id, or_(model.status == "queued",
-                                           (model.status == "running")
+            .where(model.id == row_id, or_(model.status == Status.QUEUED,
+                                           (model.status == Status.RUNNING)
                                            & (model.updated_at < now - timedelta(seconds=limits.silent_after))))
-            .values(status="running", attempts=model.attempts + 1, started_at=now, updated_at=now, error=None,
+            .values(status=Status.RUNNING, attempts=model.attempts + 1, started_at=now, updated_at=now, error=None,
                     **_stage(model, "starting"), **({"progress": 0.0} if model is TrainingJob else {}))
             .returning(model.attempts)
         ).scalar()
@@ -132,7 +132,7 @@ def fail(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, message
     with transaction(factory) as session:
         return session.execute(
             update(model).where(held(model, row_id, attempt))
-            .values(status="failed", error=message[:4000], finished_at=now, updated_at=now, **_stage(model, "failed"))
+            .values(status=Status.FAILED, error=message[:4000], finished_at=now, updated_at=now, **_stage(model, "failed"))
         ).rowcount == 1
 
 
@@ -142,7 +142,7 @@ def requeue(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, reas
         with transaction(factory) as session:
             return session.execute(
                 update(model).where(held(model, row_id, attempt))
-                .values(status="queued", error=reason[:4000], updated_at=utcnow(), **_stage(model, "retrying"))
+                .values(status=Status.QUEUED, error=reason[:4000], updated_at=utcnow(), **_stage(model, "retrying"))
             ).rowcount == 1
     except Exception:
         # The database itself may be the fault: the row stays running, falls silent, and the
@@ -241,12 +241,12 @@ def run_claimed(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, 
             return work()
         except JobCancelled:
             discard()
-            return "cancelled"
+            return Status.CANCELLED
         except TRANSIENT as exc:
             discard()
             if attempt >= limits.max_attempts:
                 fail(factory, model, row_id, f"gave up after {attempt} attempts: {unavailable(exc)}", attempt)
-                return "failed"
+                return Status.FAILED
             requeue(factory, model, row_id, f"retrying: {unavailable(exc)}", attempt)
             raise TransientError(unavailable(exc)) from exc
         except BaseException as exc:
@@ -255,4 +255,4 @@ def run_claimed(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, 
             log.exception("%s %s failed", what, row_id)
             discard()
             fail(factory, model, row_id, describe(exc, what), attempt)
-            return "failed"
+            return Status.FAILED

@@ -21,6 +21,7 @@ import numpy as np
 
 from numba import njit
 
+from tokenmill.token_counts import pack_counts
 from tokenmill.words import code_points, line_lengths, scan_words, word_rule
 
 #: The order of the Rényi entropy, as Zouhar et al. (2023) recommend for efficiency.
@@ -122,6 +123,9 @@ class MetricsAccumulator:
         shannon, renyi = _entropies(counts)
         log_vocab = float(np.log(self.vocab_size)) if self.vocab_size > 1 else 0.0
         unk = self._occurrences([] if self.unk_id is None else [self.unk_id])
+        # Not a §6 number: each id's count clipped at 3, for the cost report's ghost tokens
+        # (tokenmill.token_counts); left out when even packed it would be too large to store.
+        packed = pack_counts(self._counts)
         return {
             "tokens": tokens,
             "words": self._words,
@@ -139,6 +143,7 @@ class MetricsAccumulator:
             "shannon_efficiency": _ratio(shannon, log_vocab),
             "renyi_efficiency": _ratio(renyi, log_vocab),
             "word_rule": word_rule(self._saw_no_space),
+            **({"token_counts": packed} if packed else {}),
         }
 
     def _occurrences(self, ids: Iterable[int]) -> int:
@@ -269,10 +274,3 @@ def _entropies(counts: np.ndarray) -> tuple[float, float]:
 def _ratio(numerator: float, denominator: float) -> float:
     """Return numerator / denominator, or 0.0 when the denominator is 0."""
     return numerator / denominator if denominator else 0.0
-
-
-def premium(tokens: int, pivot_tokens: int) -> float:
-    """Return the tokenization premium: tokens of a language / tokens of the pivot."""
-    # Petrov et al. (2023) on a parallel corpus. An empty pivot gives 0.0, like every other
-    # zero denominator here: NaN is not valid JSON and would poison averages.
-    return _ratio(tokens, pivot_tokens)

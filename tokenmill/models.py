@@ -2,6 +2,7 @@
 
 import uuid
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, String, Text, UniqueConstraint
@@ -13,9 +14,19 @@ from tokenmill.db import Base, UTCDateTime, utcnow
 Json = JSON().with_variant(JSONB(), "postgresql")
 Timestamp = UTCDateTime()
 
-JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-UNFINISHED = ("queued", "running")
-FINISHED = ("succeeded", "failed", "cancelled")
+class Status(StrEnum):
+    """Where a training job or an evaluation run is: queued → running → succeeded | failed | cancelled."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+JOB_STATUSES = tuple(status.value for status in Status)
+UNFINISHED = (Status.QUEUED, Status.RUNNING)
+FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
 
 def new_id() -> uuid.UUID:
@@ -80,7 +91,7 @@ class TrainingJob(Base):
     spec: Mapped[dict[str, Any]] = mapped_column(Json)
     train_corpus_ids: Mapped[list[str]] = mapped_column(Json)
     eval_corpus_ids: Mapped[list[str]] = mapped_column(Json)
-    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    status: Mapped[str] = mapped_column(String(20), default=Status.QUEUED.value, index=True)
     stage: Mapped[str] = mapped_column(String(50), default="queued")
     progress: Mapped[float] = mapped_column(default=0.0)
     attempts: Mapped[int] = mapped_column(default=0)
@@ -126,7 +137,7 @@ class EvaluationRun(Base):
     version_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("tokenizer_versions.id", ondelete="CASCADE"))
     reference: Mapped[str | None] = mapped_column(String(50))
     corpus_ids: Mapped[list[str]] = mapped_column(Json)
-    status: Mapped[str] = mapped_column(String(20), default="queued")
+    status: Mapped[str] = mapped_column(String(20), default=Status.QUEUED.value)
     attempts: Mapped[int] = mapped_column(default=0, server_default="0")
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)

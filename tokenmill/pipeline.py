@@ -28,7 +28,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.evaluation import evaluate_references, evaluate_version, evaluation_row
 from tokenmill.jobs import existing_corpora
 from tokenmill.lifecycle import Claim, JobCancelled, WorkLimits, claim, fail, run_claimed
-from tokenmill.models import Corpus, TokenizerVersion, TrainingJob
+from tokenmill.models import Corpus, Status, TokenizerVersion, TrainingJob
 from tokenmill.progress import PeakMemory, Reporter
 from tokenmill.spec import TrainingSpec
 from tokenmill.store import ObjectStore
@@ -38,7 +38,11 @@ from tokenmill.versions import next_version_number
 
 log = logging.getLogger(__name__)
 
-LIBRARIES = ("tokenizers", "sentencepiece", "rustbpe", "tiktoken", "transformers")
+# The libraries that make a version's files, recorded as installed.
+LIBRARIES = ("tokenizers", "sentencepiece", "rustbpe", "tiktoken")
+# The library the files are proven to load in (tests/e2e, tests/unit/test_lineage.py), which
+# the service never imports: recorded as pinned in pyproject.toml's dev extras.
+LOADS_WITH = {"transformers": "5.23.0"}
 
 
 def job_prefix(job: TrainingJob) -> str:
@@ -55,7 +59,7 @@ def lineage(spec: TrainingSpec, corpora: list[Corpus], job_id: uuid.UUID) -> dic
              "sha256": c.sha256, "bytes": c.bytes, "lines": c.lines}
             for c in corpora
         ],
-        "libraries": {name: package_version(name) for name in (*LIBRARIES, "tokenmill")},
+        "libraries": {**{name: package_version(name) for name in (*LIBRARIES, "tokenmill")}, **LOADS_WITH},
         "python": platform.python_version(),
         "seed": spec.seed,
         "determinism": determinism(spec),
@@ -74,7 +78,7 @@ def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id:
 
     def work() -> str:
         _train_and_register(factory, store, job, prefix)
-        return "succeeded"
+        return Status.SUCCEEDED
 
     return run_claimed(factory, TrainingJob, job_id, job.attempts, limits, work, lambda: discard(store, prefix),
                        "training")
@@ -132,7 +136,7 @@ def _register(factory, job, spec, trained: TrainedFiles, info, prefix, seconds, 
         try:
             with transaction(factory) as session:
                 current = session.scalar(select(TrainingJob).where(TrainingJob.id == job.id).with_for_update())
-                if current is None or current.status != "running" or current.attempts != job.attempts:
+                if current is None or current.status != Status.RUNNING or current.attempts != job.attempts:
                     raise JobCancelled(str(job.id))
                 number = next_version_number(session, job.team_id, job.tokenizer)
                 files = [{"name": name, "bytes": len(data), "sha256": trained.hashes[name], "key": f"{prefix}/{name}"}
@@ -147,7 +151,7 @@ def _register(factory, job, spec, trained: TrainedFiles, info, prefix, seconds, 
                 alive = set(session.scalars(select(Corpus.id).where(Corpus.id.in_([c.id for c, _ in results]))))
                 session.add_all(evaluation_row(job.team_id, corpus, metrics, version_id=version.id)
                                 for corpus, metrics in results if corpus.id in alive)
-                current.status, current.stage, current.progress = "succeeded", "done", 1.0
+                current.status, current.stage, current.progress = Status.SUCCEEDED, "done", 1.0
                 current.version, current.finished_at, current.updated_at = number, utcnow(), utcnow()
             return number
         except IntegrityError:

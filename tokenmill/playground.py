@@ -10,10 +10,9 @@ where the three rank files are loaded once instead of once per sandbox process (
 from typing import Any
 
 from tokenmill import sandbox
-from tokenmill.encoders import reference_encoder
 from tokenmill.errors import InvalidInput, TokenmillError
 from tokenmill.models import TokenizerVersion
-from tokenmill.references import REFERENCE_NAMES
+from tokenmill.references import REFERENCE_NAMES, load_reference
 from tokenmill.store import ObjectStore
 from tokenmill.versions import version_file
 
@@ -60,7 +59,18 @@ def encode_with_reference(name: str, text: str) -> dict[str, Any]:
     text = _check(text)
     if name not in REFERENCE_NAMES:
         raise InvalidInput(f"unknown reference {name!r}: use one of {', '.join(REFERENCE_NAMES)}", field="reference")
-    encoder = reference_encoder(name)
-    ids, offsets = encoder.encode_batch([text]).line(0)
-    tokens = [encoder.enc.decode_single_token_bytes(i).decode("utf-8", "replace") for i in ids]
-    return {"tokenizer": name, **_summary(text, ids, tokens, offsets)}
+    encoding = load_reference(name)  # tiktoken alone: the evaluation engine stays out of the API process
+    ids = encoding.encode_ordinary(text)
+    pieces = [encoding.decode_single_token_bytes(i) for i in ids]
+    tokens = [piece.decode("utf-8", "replace") for piece in pieces]
+    return {"tokenizer": name, **_summary(text, ids, tokens, character_spans(text, [len(p) for p in pieces]))}
+
+
+def character_spans(text: str, byte_lengths: list[int]) -> list[tuple[int, int]]:
+    """The characters each token's bytes touch (a token holding part of a character gets all of it)."""
+    owner = [index for index, character in enumerate(text) for _ in range(len(character.encode("utf-8")))]
+    spans, start = [], 0
+    for length in byte_lengths:
+        spans.append((owner[start], owner[start + length - 1] + 1) if length else (len(text), len(text)))
+        start += length
+    return spans

@@ -14,13 +14,19 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tokenmill.metrics import premium
 from tokenmill.models import Corpus, Evaluation, Team, TokenizerVersion
 from tokenmill.references import REFERENCE_NAMES
 
 ENGLISH = ("eng_Latn", "en", "eng", "en_US", "en_GB", "English", "english")
 
 Subject = tuple[str, str]  # ("version", "<uuid>") or ("reference", "gpt2")
+
+
+def premium(tokens: int, pivot_tokens: int) -> float:
+    """The tokenization premium: tokens of a language / tokens of the pivot (Petrov et al. 2023,
+    on a parallel corpus). An empty pivot gives 0.0, as every zero denominator in the metrics
+    does: NaN is not valid JSON and would poison averages."""
+    return tokens / pivot_tokens if pivot_tokens else 0.0
 
 
 def pivot_language(group: str) -> tuple[str, ...]:

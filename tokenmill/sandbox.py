@@ -44,7 +44,7 @@ from typing import Any
 
 import psutil
 
-from tokenmill.errors import Busy, TokenmillError
+from tokenmill.errors import Busy
 
 log = logging.getLogger(__name__)
 

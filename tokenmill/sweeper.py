@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
 from tokenmill.lifecycle import WORKER_DIED, Work
-from tokenmill.models import Corpus, EvaluationRun, TrainingJob
+from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
 from tokenmill.pipeline import discard, job_prefix
 from tokenmill.settings import Settings
 from tokenmill.store import ObjectStore
@@ -43,7 +43,7 @@ class Senders:
 
 
 def _requeue_lost(session: Session, model: Work, cutoff: datetime, now: datetime) -> list[uuid.UUID]:
-    lost = list(session.scalars(select(model.id).where(model.status == "queued", model.updated_at < cutoff)))
+    lost = list(session.scalars(select(model.id).where(model.status == Status.QUEUED, model.updated_at < cutoff)))
     if lost:
         # Touch them so the next sweep waits again before re-sending.
         session.execute(update(model).where(model.id.in_(lost)).values(updated_at=now))
@@ -53,17 +53,17 @@ def _requeue_lost(session: Session, model: Work, cutoff: datetime, now: datetime
 def _take_over_silent(session: Session, model: Work, cutoff: datetime, now: datetime,
                       max_attempts: int) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
     """Silent running rows: (queued again, failed)."""
-    silent = session.execute(select(model.id, model.attempts).where(model.status == "running", model.updated_at < cutoff)
+    silent = session.execute(select(model.id, model.attempts).where(model.status == Status.RUNNING, model.updated_at < cutoff)
                              .with_for_update(skip_locked=True)).all()
     again = [row_id for row_id, attempts in silent if attempts < max_attempts]
     dead = [(row_id, attempts) for row_id, attempts in silent if attempts >= max_attempts]
     stage = {"stage": "retrying"} if model is TrainingJob else {}
     if again:
         session.execute(update(model).where(model.id.in_(again))
-                        .values(status="queued", error="its worker stopped reporting; retrying", updated_at=now, **stage))
+                        .values(status=Status.QUEUED, error="its worker stopped reporting; retrying", updated_at=now, **stage))
     for row_id, attempts in dead:
         session.execute(update(model).where(model.id == row_id)
-                        .values(status="failed", error=WORKER_DIED.format(attempts=attempts), finished_at=now,
+                        .values(status=Status.FAILED, error=WORKER_DIED.format(attempts=attempts), finished_at=now,
                                 updated_at=now, **({"stage": "failed"} if model is TrainingJob else {})))
     return again, [row_id for row_id, _ in dead]
 

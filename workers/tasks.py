@@ -8,7 +8,7 @@ from celery.exceptions import TimeLimitExceeded
 from workers.app import app
 from tokenmill.corpus_stats import record_statistics
 from tokenmill.db import make_engine, make_sessionmaker
-from tokenmill.evaluation_runs import abandon_run, run_evaluation
+from tokenmill.evaluation_pipeline import abandon_run, run_evaluation
 from tokenmill.lifecycle import TIME_LIMIT, TRANSIENT, TransientError, WorkLimits
 from tokenmill.pipeline import abandon_job, run_training_job
 from tokenmill.reconcile import reconcile

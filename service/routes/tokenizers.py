@@ -1,4 +1,4 @@
-"""/v1/tokenizers: names, versions, metadata, files and bundles, and the encode playground.
+"""/v1/tokenizers: names, versions, metadata, files and bundles, the encode playground and the cost report.
 
 A file download reads its first chunk before answering, so a store that does not answer is a
 503, not a 200 with nothing behind it; a read that fails later raises inside the stream, and
@@ -12,11 +12,11 @@ import tarfile
 from collections.abc import Iterator
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
 from service.deps import PageDep, SessionDep, StoreDep, TeamDep
-from service.problems import problem
 from service.schemas import EncodeIn, Listing, TokenizerOut, VersionOut
+from tokenmill.cost_report import combine, measured_costs, probed_costs
 from tokenmill.playground import encode_with_version
 from tokenmill.reports import version_evaluations
 from tokenmill.versions import get_version, list_names, list_versions, version_file
@@ -98,3 +98,12 @@ def encode(request: Request, body: EncodeIn, session: SessionDep, store: StoreDe
     row = get_version(session, team, name, version)
     session.commit()  # the encode may take its whole time limit: hold no database connection meanwhile
     return encode_with_version(store, row, body.text)
+
+
+@router.get("/{name}/versions/{version}/report")
+def read_report(session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str):
+    """What the version costs next to GPT-2, cl100k_base and o200k_base (tokenmill.cost_report)."""
+    row = get_version(session, team, name, version)
+    measured = measured_costs(session, store, team, row)
+    session.commit()  # the probes' sandbox encodes may take their time limit: hold no database connection meanwhile
+    return combine(measured, probed_costs(store, row))

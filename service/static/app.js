@@ -311,3 +311,34 @@
     if (controls) enhanceBpe(controls);
   });
 })();
+
+// ---- Corpus ids and deletion (corpora pages) -------------------------------------------------
+// Without this file the id is still one click to select (user-select: all) and a delete button
+// posts at once; with it, a Copy button puts the id on the clipboard and a delete asks first.
+(function () {
+  function enhanceCopy(button) {
+    const source = document.getElementById(button.dataset.copy);
+    const status = button.parentElement.querySelector(".copy-status");
+    if (!source) return;
+    button.hidden = false;
+    button.addEventListener("click", async () => {
+      try {
+        await navigator.clipboard.writeText(source.textContent.trim());
+        if (status) status.textContent = "Copied.";
+      } catch (_) {
+        // No clipboard (an http page on another host): select the id for Ctrl+C instead.
+        window.getSelection().selectAllChildren(source);
+        if (status) status.textContent = "Selected: press Ctrl+C to copy.";
+      }
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    document.querySelectorAll("button[data-copy]").forEach(enhanceCopy);
+    document.querySelectorAll("form[data-confirm]").forEach((form) => {
+      form.addEventListener("submit", (event) => {
+        if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+      });
+    });
+  });
+})();

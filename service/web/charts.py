@@ -158,23 +158,30 @@ def line_chart(series: Sequence[Series], x: Axis, y: Axis, *, title: str, chart_
     return _svg(parts, title, chart_id, frame)
 
 
+BAR_WIDTH = 400  # bar charts are drawn for a phone's width: at 390 px their 12 px text stays about 10 px
+BAR_LEGEND_COLUMNS = 2
+LEGEND_CHARS = 26  # longer legend labels are cut (the bars' tooltips keep the whole name)
+
+
 def bar_chart(groups: Sequence[tuple[str, Sequence[tuple[str, float]]]], *, value_label: str, title: str,
-              chart_id: str, width: int = 640, reference: float | None = None) -> Markup:
-    """Horizontal bars, one group per category and one bar per subject, with an optional reference line."""
+              chart_id: str, width: int = BAR_WIDTH, reference: float | None = None) -> Markup:
+    """Horizontal bars, one group per category (named above its bars) and one bar per subject,
+    with an optional reference line."""
     subjects = list(dict.fromkeys(name for _, bars in groups for name, _ in bars))
     values = [v for _, bars in groups for _, v in bars]
     if not values:
         return empty_chart(title, chart_id, width)
-    bar, gap = 14, 10
-    plot = sum(len(bars) * bar + gap for _, bars in groups)
-    frame = Frame(width=width, plot_height=plot + 16 + 48, legend_rows=_legend_rows(len(subjects)), left=150)
+    bar, gap, label = 14, 8, 16
+    plot = sum(label + len(bars) * bar + gap for _, bars in groups)
+    frame = Frame(width=width, plot_height=plot + 16 + 48, legend_rows=_legend_rows(len(subjects), BAR_LEGEND_COLUMNS),
+                  left=16, right=24)
     axis = Axis(value_label)
     sx, ticks = _scale([0.0, max(values + ([reference] if reference else []))], axis, frame.x0, frame.x1)
     parts = _x_axis(frame, sx, ticks, axis)
     top = frame.y1
     for category, bars in groups:
-        parts.append(f'<text x="{frame.x0 - 6}" y="{top + len(bars) * bar / 2 + 4}" text-anchor="end" {FONT}>'
-                     f'{escape(category)}</text>')
+        parts.append(f'<text x="{frame.x0}" y="{top + 12}" font-weight="600" {FONT}>{escape(category)}</text>')
+        top += label
         for name, value in bars:
             colour = PALETTE[subjects.index(name) % len(PALETTE)]
             parts.append(f'<rect x="{frame.x0}" y="{top}" width="{max(sx(value) - frame.x0, 1):.2f}" height="{bar - 2}" '
@@ -184,14 +191,15 @@ def bar_chart(groups: Sequence[tuple[str, Sequence[tuple[str, float]]]], *, valu
     if reference is not None:
         parts.append(f'<line x1="{sx(reference)}" y1="{frame.y1}" x2="{sx(reference)}" y2="{frame.y0}" '
                      f'stroke="#333" stroke-dasharray="4 3"/>')
-    parts += _legend([(s, PALETTE[i % len(PALETTE)], False) for i, s in enumerate(subjects)], frame)
-    return _svg(parts, title, chart_id, frame)
+    parts += _legend([(s, PALETTE[i % len(PALETTE)], False) for i, s in enumerate(subjects)], frame, BAR_LEGEND_COLUMNS,
+                     LEGEND_CHARS)
+    return _svg(parts, title, chart_id, frame, "chart bars")
 
 
-def empty_chart(title: str, chart_id: str, width: int = 640) -> Markup:
-    """A placeholder of the same width, for a chart with nothing to draw yet."""
+def empty_chart(title: str, chart_id: str, width: int = 640, message: str = "No data yet") -> Markup:
+    """A placeholder of the same width, for a chart with nothing to draw (yet, or ever: say why in `message`)."""
     frame = Frame(width=width, plot_height=60)
-    parts = [f'<text x="{width / 2}" y="34" text-anchor="middle" fill="#666" {FONT}>No data yet</text>']
+    parts = [f'<text x="{width / 2}" y="34" text-anchor="middle" fill="#666" {FONT}>{escape(message)}</text>']
     return _svg(parts, title, chart_id, frame)
 
 
@@ -209,8 +217,8 @@ def _scale(values: list[float], axis: Axis, start: float, end: float) -> tuple[S
     return Scale(lo, hi, start, end, axis.log), ticks
 
 
-def _legend_rows(entries: int) -> int:
-    return math.ceil(entries / 3)
+def _legend_rows(entries: int, columns: int = 3) -> int:
+    return math.ceil(entries / columns)
 
 
 def _x_axis(frame: Frame, sx: Scale, ticks: list[float], x: Axis) -> list[str]:
@@ -236,19 +244,21 @@ def _axes(frame: Frame, sx: Scale, sy: Scale, x_ticks: list[float], y_ticks: lis
     return parts
 
 
-def _legend(entries: list[tuple[str, str, bool]], frame: Frame) -> list[str]:
+def _legend(entries: list[tuple[str, str, bool]], frame: Frame, columns: int = 3, cut: int | None = None) -> list[str]:
     parts = []
-    column = (frame.width - 2 * frame.right) / 3
+    column = (frame.width - 2 * frame.right) / columns
     for i, (label, colour, dashed) in enumerate(entries):
-        lx = frame.right + (i % 3) * column
-        ly = frame.plot_height + 4 + (i // 3) * 20
+        lx = frame.right + (i % columns) * column
+        ly = frame.plot_height + 4 + (i // columns) * 20
+        if cut and len(label) > cut:
+            label = label[:cut - 1] + "…"
         dash = ' stroke-dasharray="6 4"' if dashed else ""
         parts.append(f'<line x1="{lx:.1f}" y1="{ly}" x2="{lx + 18:.1f}" y2="{ly}" stroke="{colour}" stroke-width="3"{dash}/>'
                      f'<text x="{lx + 24:.1f}" y="{ly + 4}" {FONT}>{escape(label)}</text>')
     return parts
 
 
-def _svg(parts: list[str], title: str, chart_id: str, frame: Frame) -> Markup:
-    head = (f'<svg class="chart" role="img" aria-labelledby="{chart_id}-title" viewBox="0 0 {frame.width} {frame.height}" '
+def _svg(parts: list[str], title: str, chart_id: str, frame: Frame, css_class: str = "chart") -> Markup:
+    head = (f'<svg class="{css_class}" role="img" aria-labelledby="{chart_id}-title" viewBox="0 0 {frame.width} {frame.height}" '
             f'xmlns="http://www.w3.org/2000/svg" id="{chart_id}"><title id="{chart_id}-title">{escape(title)}</title>')
     return Markup(head + "".join(parts) + "</svg>")

@@ -1,5 +1,9 @@
 """The corpora page (upload form and list) and a corpus page with its statistics and Zipf and Heaps plots.
 
+Both show each corpus's id, to copy into API calls, and a delete button: a CSRF-checked POST
+that calls the handler of DELETE /v1/corpora/{id} itself (the row and, through it, the
+corpus's evaluations go; then the stored object), and comes back to the list.
+
 The upload calls `ingest_corpus` (which inserts the row in its own short transaction, after
 the file has streamed), then queues the statistics task, as POST /v1/corpora does; no
 session is held while the form arrives or the file streams. Without script the form posts
@@ -10,6 +14,7 @@ XMLHttpRequest (to show progress) and asks for JSON.
 import math
 import uuid
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
@@ -20,7 +25,7 @@ from starlette.datastructures import FormData, UploadFile
 from service.deps import QueueDep, SessionDep, SessionmakerDep, StoreDep
 from service.inputs import MAX_PAGE
 from service.problems import domain_problem
-from service.routes.corpora import get_corpus
+from service.routes.corpora import delete_corpus, get_corpus
 from service.web.auth import FormDep, WebSessionDep
 from service.web.charts import Axis, Series, line_chart
 from service.web.render import WebRoute, render, see_other, wants_json
@@ -38,18 +43,28 @@ FIELDS = ("name", "domain", "language", "format", "text_field", "parallel_group"
 
 
 def _corpora_page(request: Request, session, web, page: int, form: FormData | None = None,
-                  error: TokenmillError | None = None):
+                  error: TokenmillError | None = None, deleted: str | None = None):
     query = select(Corpus).where(Corpus.team_id == web.team.id)
     rows, total = paginate(session, query.order_by(Corpus.created_at.desc()), Page(page=page, limit=PER_PAGE))
     values = {name: str(form.get(name) or "") for name in FIELDS} if form else {"format": "text"}
     return render(request, "corpora.html", web, status_code=error.status if error else 200, corpora=rows, total=total,
-                  page=page, pages=page_count(total, PER_PAGE), formats=FORMATS, values=values, error=error)
+                  page=page, pages=page_count(total, PER_PAGE), formats=FORMATS, values=values, error=error,
+                  deleted=deleted)
 
 
 @router.get("/corpora")
 def corpora_page(request: Request, session: SessionDep, web: WebSessionDep,
-                 page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1):
-    return _corpora_page(request, session, web, page)
+                 page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+                 deleted: Annotated[str | None, Query(max_length=200)] = None):
+    return _corpora_page(request, session, web, page, deleted=deleted)
+
+
+@router.post("/corpora/{corpus_id}/delete")
+def delete(web: WebSessionDep, form: FormDep, session: SessionDep, store: StoreDep, corpus_id: uuid.UUID):
+    """Delete a corpus as DELETE /v1/corpora/{id} does (that handler commits), then list the rest."""
+    name = get_corpus(session, web.team, corpus_id).name
+    delete_corpus(session, store, web.team, corpus_id)
+    return see_other(f"/corpora?deleted={quote(name, safe='')}")
 
 
 def _fields(form: FormData) -> CorpusFields:

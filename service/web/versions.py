@@ -1,9 +1,12 @@
-"""The version page (spec, lineage, files, metrics, vocabulary curve, diff) and its playground.
+"""The version page (spec, lineage, files, metrics, cost report, vocabulary curve, diff) and its playground.
 
 Downloads delegate to the API's own handlers with the signed-in team, and the playground
 endpoints call `encode_with_version` / `encode_with_reference`, as POST .../encode does (a
 version's encode runs in tokenmill.sandbox, bounded: one cut short shows its reason in the
-playground, with the page's status 422, or 503 and Retry-After when every process is busy).
+playground, with the page's status 422, or 503 and Retry-After when every process is busy). The
+prefilled text is tokenized when the page is rendered; if that encode fails, the page stays a
+200 and the playground waits for a press of Tokenize. The cost report's fixed texts go through
+the same sandbox (tokenmill.cost_report).
 """
 
 from typing import Annotated, Any
@@ -16,9 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.deps import SessionDep, StoreDep
 from service.routes import tokenizers as api
 from service.web.auth import ScriptSessionDep, WebSessionDep
-from service.web.charts import Axis, Series, line_chart
+from service.web.charts import Axis, Series, empty_chart, line_chart
 from service.web.render import WebRoute, render, templates
-from tokenmill.errors import Busy, InvalidInput, NotFound
+from tokenmill.cost_report import cost_report
+from tokenmill.errors import Busy, InvalidInput, NotFound, TokenmillError
 from tokenmill.models import Team, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
 from tokenmill.playground import MAX_TEXT, encode_with_reference, encode_with_version
@@ -81,12 +85,31 @@ def previous_version(session, team: Team, row: TokenizerVersion) -> TokenizerVer
         return None
 
 
-def curve_chart(evaluations: list[dict[str, Any]]) -> Markup:
+CURVE_TITLE = "Fertility at growing vocabulary sizes (the first k merges of this version)"
+
+
+def has_curve(row: TokenizerVersion) -> bool:
+    """Only BPE has a merge list whose first k merges are a smaller vocabulary (tokenmill.evaluation.vocab_curve)."""
+    return row.spec.get("algorithm", "bpe") == "bpe"
+
+
+def curve_chart(evaluations: list[dict[str, Any]], row: TokenizerVersion) -> Markup:
     """Fertility against vocabulary size, one line per evaluation corpus (BPE versions have a curve)."""
+    if not has_curve(row):
+        return empty_chart(CURVE_TITLE, "curve", message=f"Not applicable: {row.spec.get('algorithm')} has no merge list")
     series = [Series(f"{e['corpus']} ({e['language']})", [(p["vocab_size"], p["fertility"]) for p in e["metrics"]["vocab_curve"]])
               for e in evaluations if e["metrics"].get("vocab_curve")]
     return line_chart(series, Axis("vocabulary size", log=True), Axis("fertility (tokens per word)"),
-                      title="Fertility at growing vocabulary sizes (the first k merges of this version)", chart_id="curve")
+                      title=CURVE_TITLE, chart_id="curve")
+
+
+def prefilled(session, store: ObjectStore, team: Team, row: TokenizerVersion, compare: str) -> list[Markup]:
+    """The playground's boxes for its prefilled text, or none if the encode fails (busy, cut short)."""
+    try:
+        return [tokens_html(encode_with_version(store, row, PLAYGROUND_TEXT)),
+                tokens_html(encode_target(session, store, team, compare, PLAYGROUND_TEXT))]
+    except TokenmillError:
+        return []
 
 
 @router.get("/tokenizers/{name}/versions/{version}")
@@ -99,7 +122,9 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
     diff = vocabulary_diff(load_vocabulary(store, previous), load_vocabulary(store, row)) if previous else None
     compare = compare or "reference:o200k_base"
     results, status, headers = [], 200, {}
-    if text:
+    if text is None:
+        results = prefilled(session, store, web.team, row, compare)
+    elif text:
         try:
             results = [tokens_html(encode_with_version(store, row, text)),
                        tokens_html(encode_target(session, store, web.team, compare, text))]
@@ -109,7 +134,8 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
             status = exc.status
             headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else {}
     response = render(request, "version.html", web, status_code=status, row=row, evaluations=evaluations,
-                      previous=previous, diff=diff, diff_shown=DIFF_SHOWN, curve_chart=curve_chart(evaluations),
+                      previous=previous, diff=diff, diff_shown=DIFF_SHOWN, curve_chart=curve_chart(evaluations, row),
+                      has_curve=has_curve(row), report=cost_report(session, store, web.team, row),
                       spec=spec_items(row.spec), options=compare_options(session, web.team, row.name),
                       readable=token_shower(row), compare=compare, text=text if text is not None else PLAYGROUND_TEXT,
                       results=results)

@@ -209,7 +209,9 @@ def test_merges_are_near_those_of_tokenizers_and_compress_as_well(training_lines
     merges = [json.loads(t.to_str())["model"]["merges"] for t in (ours, theirs)]
     assert merges[0][:20] == merges[1][:20]  # the frequent merges have no ties
     assert merges[0] != merges[1]  # and the rare ones do: they are not the same list
-    count = lambda tokenizer: sum(len(e.ids) for e in tokenizer.encode_batch(held_out_lines, add_special_tokens=False))
+    def count(tokenizer) -> int:
+        return sum(len(e.ids) for e in tokenizer.encode_batch(held_out_lines, add_special_tokens=False))
+
     assert count(ours) == pytest.approx(count(theirs), rel=0.005)
 
 

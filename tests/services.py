@@ -65,7 +65,7 @@ def postgres_database():
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     url = POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
     try:
-        from tokenmill.cli import migrate
+        from tokenmill.db import migrate
 
         migrate(url)
         yield url

@@ -1,30 +1,18 @@
 """The `tokenmill` command: operations (migrate, serve, worker, beat, teams, up) and a REST client."""
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from tokenmill import client
+from tokenmill.db import migrate
 from tokenmill.settings import get_settings
 
-MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
-
-
-def migrate(database_url: str | None = None) -> None:
-    """Bring the database schema to the newest Alembic revision."""
-    from alembic import command
-    from alembic.config import Config
-
-    config = Config(str(MIGRATIONS.parent / "alembic.ini"))
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["database_url"] = database_url or get_settings().database_url
-    command.upgrade(config, "head")
-
-
 def serve(host: str, port: int) -> None:
-    import uvicorn
-
-    uvicorn.run("service.app:create_app", factory=True, host=host, port=port, log_level="info")
+    """Become the API process (uvicorn on service.app): the core never imports the service."""
+    os.execv(sys.executable, [sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory",
+                              "--host", host, "--port", str(port), "--log-level", "info"])
 
 
 def _beat_schedule() -> str:
@@ -35,20 +23,22 @@ def _beat_schedule() -> str:
 
 
 def worker(concurrency: int, with_beat: bool = False) -> None:
-    from workers.app import app
-
+    """Become a Celery worker process (prefork) of workers.app: the core never imports the workers."""
     argv = ["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=prefork",
             "--without-gossip", "--without-mingle"]
     if with_beat:
         # One process runs the sweeper too: for the embedded mode, where there is no beat service.
         argv += ["--beat", f"--schedule={_beat_schedule()}"]
-    app.worker_main(argv)
+    _celery(argv)
 
 
 def beat() -> None:
-    from workers.app import app
+    """Become the beat process that sends the periodic sweeps and reconciliations."""
+    _celery(["beat", "--loglevel=INFO", f"--schedule={_beat_schedule()}"])
 
-    app.start(["beat", "--loglevel=INFO", f"--schedule={_beat_schedule()}"])
+
+def _celery(argv: list[str]) -> None:
+    os.execv(sys.executable, [sys.executable, "-m", "celery", "-A", "workers.app", *argv])
 
 
 def manage_teams(args: argparse.Namespace) -> None:

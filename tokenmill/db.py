@@ -3,6 +3,7 @@
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 
 from sqlalchemy import DateTime, Engine, MetaData, TypeDecorator, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
@@ -39,6 +40,22 @@ class UTCDateTime(TypeDecorator):
         if value is not None and value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value
+
+
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def migrate(database_url: str | None = None) -> None:
+    """Bring the database schema to the newest Alembic revision (Alembic is the schema)."""
+    from alembic import command
+    from alembic.config import Config
+
+    from tokenmill.settings import get_settings
+
+    config = Config(str(MIGRATIONS.parent / "alembic.ini"))
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["database_url"] = database_url or get_settings().database_url
+    command.upgrade(config, "head")
 
 
 def make_engine(url: str) -> Engine:

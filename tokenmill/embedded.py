@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from tokenmill.corpus_stats import record_statistics
-from tokenmill.db import make_engine, make_sessionmaker, transaction
+from tokenmill.db import make_engine, make_sessionmaker, migrate, transaction
 from tokenmill.ingest import CorpusFields, ingest_corpus
 from tokenmill.lifecycle import WorkLimits
 from tokenmill.settings import get_settings
@@ -75,20 +75,27 @@ def first_start(home: Path) -> str:
 
 
 def up(home: Path, host: str, port: int) -> None:
-    """Migrate, seed, start a worker process and serve the API until interrupted."""
-    from tokenmill.cli import migrate, serve
-
+    """Migrate, seed, then run a worker process and an API process until interrupted."""
     home.mkdir(parents=True, exist_ok=True)
     os.environ.update(embedded_environment(home))
     os.environ["TOKENMILL_API_URL"] = f"http://{host}:{port}"
     get_settings.cache_clear()
     migrate()
     key = first_start(home)
-    worker = subprocess.Popen([sys.executable, "-m", "tokenmill", "worker", "--beat"], env=dict(os.environ))
+    tokenmill = [sys.executable, "-m", "tokenmill"]
+    worker = subprocess.Popen([*tokenmill, "worker", "--beat"], env=dict(os.environ))
     print(f"\nTokenmill is starting on http://{host}:{port}  (data in {home.resolve()})")
     print(f"API key of team '{LOCAL_TEAM}' (also in {home / 'api-key'}):\n{key}\n", flush=True)
+    api = subprocess.Popen([*tokenmill, "serve", "--host", host, "--port", str(port)], env=dict(os.environ))
     try:
-        serve(host, port)
+        api.wait()
+    except KeyboardInterrupt:
+        pass
     finally:
-        worker.terminate()
-        worker.wait(30)
+        for process in (api, worker):
+            process.terminate()
+        for process in (api, worker):
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()

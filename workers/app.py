@@ -3,7 +3,6 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_process_init
 
 from tokenmill.settings import celery_broker, get_settings
 
@@ -42,14 +41,3 @@ def configure(sender: Celery, **_) -> None:
         },
         worker_hijack_root_logger=False,
     )
-
-
-@worker_process_init.connect
-def reset_after_fork(**_) -> None:
-    # Connections must not cross a fork: each child builds its own engine and store clients.
-    from workers import tasks
-
-    tasks.resources.cache_clear()
-    # Build them now, before any task's time limit runs: the S3 client's imports alone take a
-    # second or more on a busy machine.
-    tasks.resources()

@@ -4,6 +4,7 @@ import uuid
 from functools import lru_cache
 
 from celery.exceptions import TimeLimitExceeded
+from celery.signals import worker_process_init
 
 from workers.app import app
 from tokenmill.corpus_stats import record_statistics
@@ -22,6 +23,15 @@ def resources():
     """The session factory and store of this worker process (rebuilt after each fork)."""
     settings = get_settings()
     return make_sessionmaker(make_engine(settings.database_url)), open_store(settings.storage_url, settings.s3_endpoint_url)
+
+
+@worker_process_init.connect
+def reset_after_fork(**_) -> None:
+    # Connections must not cross a fork: each child builds its own engine and store clients,
+    # now, before any task's time limit runs (the S3 client's imports alone take a second or
+    # more on a busy machine).
+    resources.cache_clear()
+    resources()
 
 
 # How to fail the row behind a task's keyword argument, once its child was killed.

@@ -4,7 +4,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, inspect
 
-from tokenmill.cli import MIGRATIONS
+from tokenmill.db import MIGRATIONS
 
 
 def alembic_config(url: str) -> Config:

@@ -1,0 +1,21 @@
+"""The dependency points one way: service → tokenmill ← workers. The core imports neither, nor their frameworks."""
+
+import subprocess
+import sys
+
+from tests.services import REPO
+
+PROBE = """
+import importlib, pkgutil, sys
+import tokenmill
+for module in pkgutil.walk_packages(tokenmill.__path__, "tokenmill."):
+    if module.name != "tokenmill.__main__":
+        importlib.import_module(module.name)
+print(sorted({name.split(".")[0] for name in sys.modules} & {"service", "workers", "fastapi", "celery", "starlette"}))
+"""
+
+
+def test_the_core_imports_no_service_and_no_worker():
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]"

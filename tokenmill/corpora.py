@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+import numpy as np
 import zstandard
 
 from tokenmill.errors import InvalidCorpus
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 FORMATS = ("text", "jsonl")
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+NEWLINE = 0x0A
+VALIDATE_BYTES = 16 * 1024
 
 
 def decompressed(chunks: Iterable[bytes]) -> Iterator[bytes]:
@@ -84,6 +87,8 @@ class LineSplitter:
     per chunk is quadratic). Bytes can be split at b"\\n" before decoding: in UTF-8 that byte
     never occurs inside a multi-byte character. With `max_line_bytes`, a longer line is
     refused as soon as it passes the cap: no more than the cap plus one chunk is ever held.
+    `feed` decodes the lines; `feed_bytes` only checks them, for counting them as bytes
+    (tokenmill/text_counts.py), and fails the same way, on the same line.
     """
 
     def __init__(self, max_line_bytes: int | None = None) -> None:
@@ -94,15 +99,7 @@ class LineSplitter:
 
     def feed(self, chunk: bytes, final: bool = False) -> list[str]:
         """The lines this chunk completes; with `final`, the unfinished line as well."""
-        self._check_lengths(chunk)
-        end = len(chunk) if final else chunk.rfind(b"\n") + 1
-        if not final and end == 0:  # no newline: the line goes on
-            self._hold(chunk)
-            return []
-        self._pieces.append(chunk[:end] if end < len(chunk) else chunk)
-        data = b"".join(self._pieces)
-        self._pieces, self._held = [], 0
-        self._hold(chunk[end:])
+        data = self._complete(chunk, final)
         text = self._decoded(data)
         del data  # the bytes and the text of a long line need not both live on
         lines = text.split("\n")
@@ -110,6 +107,51 @@ class LineSplitter:
             lines.pop()
         self.line_number += len(lines)
         return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+    def feed_bytes(self, chunk: bytes, final: bool = False) -> list[bytes | memoryview]:
+        """The lines `feed` would return, undecoded but checked to be UTF-8: blocks of whole lines.
+
+        The unfinished line and the chunk's first line are joined into a block of their own; the
+        chunk's other whole lines are a view of it, not a copy.
+        """
+        end = self._whole_lines(chunk, final)
+        if end is None:
+            return []
+        view, start = memoryview(chunk), 0
+        blocks: list[bytes | memoryview] = []
+        if self._pieces:
+            start = chunk.find(b"\n", 0, end) + 1 or end
+            blocks.append(b"".join([*self._pieces, view[:start]]))
+            self._pieces, self._held = [], 0
+        if start < end:
+            blocks.append(view[start:end])
+        self._hold(chunk[end:])
+        for block in blocks:
+            self._validate(block)
+            self.line_number += int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == NEWLINE))
+            self.line_number += 1 if block[-1] != NEWLINE else 0  # the last line of a stream, without "\n"
+        return blocks
+
+    def _complete(self, chunk: bytes, final: bool) -> bytes:
+        # The held pieces and the chunk's whole lines, joined once.
+        end = self._whole_lines(chunk, final)
+        if end is None:
+            return b""
+        self._pieces.append(chunk[:end] if end < len(chunk) else chunk)
+        data = b"".join(self._pieces)
+        self._pieces, self._held = [], 0
+        self._hold(chunk[end:])
+        return data
+
+    def _whole_lines(self, chunk: bytes, final: bool) -> int | None:
+        # Where the chunk's whole lines end (all of it with `final`), after the cap's check; None
+        # when it ends none: then it is held, the line goes on.
+        self._check_lengths(chunk)
+        end = len(chunk) if final else chunk.rfind(b"\n") + 1
+        if not final and end == 0:
+            self._hold(chunk)
+            return None
+        return end
 
     def _hold(self, piece: bytes) -> None:
         if piece:
@@ -122,6 +164,22 @@ class LineSplitter:
         except UnicodeDecodeError as exc:
             line = self.line_number + data.count(b"\n", 0, exc.start) + 1
             raise InvalidCorpus(f"invalid UTF-8 in line {line}: {exc.reason}", field="file") from None
+
+    def _validate(self, data: bytes | memoryview) -> None:
+        # Decodes about VALIDATE_BYTES at a time and drops the text: small strings come from memory
+        # already mapped, where one string of the whole block costs a page fault per 4 KiB. Pieces
+        # are cut before a byte that starts a character, so they are all valid exactly when the
+        # block is; where one fails, the whole block is decoded again for `feed`'s very message.
+        view, start, size = memoryview(data), 0, len(data)
+        while start < size:
+            end = min(start + VALIDATE_BYTES, size)
+            while end < size and view[end] & 0xC0 == 0x80:  # a continuation byte: at most three
+                end += 1
+            try:
+                str(view[start:end], "utf-8")
+            except UnicodeDecodeError:
+                self._decoded(bytes(data))
+            start = end
 
     def _check_lengths(self, chunk: bytes) -> None:
         # Checked before anything is held. One comparison per chunk unless a line this long is possible.

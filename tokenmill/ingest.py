@@ -22,6 +22,7 @@ from tokenmill.db import transaction
 from tokenmill.errors import InvalidCorpus, InvalidInput, TooLarge
 from tokenmill.models import Corpus, Team
 from tokenmill.store import ObjectStore
+from tokenmill.text_counts import TextCounts
 
 log = logging.getLogger(__name__)
 
@@ -77,35 +78,35 @@ class Tally:
     max_line_bytes: int
     sha256: "hashlib._Hash" = field(default_factory=hashlib.sha256)
     bytes: int = 0
-    lines: int = 0
-    words: int = 0
-    characters: int = 0
-
-    def count(self, document: str) -> None:
-        self.lines += 1
-        self.words += len(document.split())
-        self.characters += len(document)
+    counts: TextCounts = field(default_factory=TextCounts)  # documents (as lines), words, characters
 
 
 def _scanned(chunks: Iterable[bytes], fields: CorpusFields, tally: Tally) -> Iterator[bytes]:
     # Passes the decompressed chunks through to the store, checking and counting on the way.
     splitter = LineSplitter(max_line_bytes=tally.max_line_bytes)
+    count = _count_text if fields.format == "text" else _count_jsonl
     for chunk in decompressed(chunks):
         tally.bytes += len(chunk)
         if tally.bytes > tally.max_bytes:
             raise TooLarge(f"the corpus exceeds {tally.max_bytes} bytes once decompressed")
         tally.sha256.update(chunk)
-        _count_lines(splitter, splitter.feed(chunk), fields, tally)
+        count(splitter, chunk, False, fields, tally)
         yield chunk
-    _count_lines(splitter, splitter.feed(b"", final=True), fields, tally)
+    count(splitter, b"", True, fields, tally)
 
 
-def _count_lines(splitter: LineSplitter, lines: list[str], fields: CorpusFields, tally: Tally) -> None:
+def _count_text(splitter: LineSplitter, chunk: bytes, final: bool, fields: CorpusFields, tally: Tally) -> None:
+    # The chunk's whole lines, validated as UTF-8, counted a block at a time (tokenmill/text_counts.py).
+    for block in splitter.feed_bytes(chunk, final):
+        tally.counts.add(block)
+
+
+def _count_jsonl(splitter: LineSplitter, chunk: bytes, final: bool, fields: CorpusFields, tally: Tally) -> None:
+    lines = splitter.feed(chunk, final)
     first = splitter.line_number - len(lines) + 1
-    for number, line in enumerate(lines, start=first):
-        document = document_of(line, number, fields.format, fields.text_field)
-        if document is not None:
-            tally.count(document)
+    documents = [document for number, line in enumerate(lines, start=first)
+                 if (document := document_of(line, number, fields.format, fields.text_field)) is not None]
+    tally.counts.add_documents(documents)
 
 
 def ingest_corpus(
@@ -125,7 +126,7 @@ def ingest_corpus(
     tally = Tally(max_bytes=max_bytes, max_line_bytes=max_line_bytes)
     try:
         store.put_stream(key, _scanned(chunks, fields, tally))
-        if tally.lines == 0:
+        if tally.counts.lines == 0:
             raise InvalidCorpus("the corpus holds no text (empty file or only blank lines)", field="file")
         corpus = _corpus_row(corpus_id, team, fields, key, tally)
         with transaction(factory) as session:
@@ -149,9 +150,9 @@ def _corpus_row(corpus_id: uuid.UUID, team: Team, fields: CorpusFields, key: str
         storage_key=key,
         sha256=tally.sha256.hexdigest(),
         bytes=tally.bytes,
-        lines=tally.lines,
-        words=tally.words,
-        characters=tally.characters,
+        lines=tally.counts.lines,
+        words=tally.counts.words,
+        characters=tally.counts.characters,
     )
 
 

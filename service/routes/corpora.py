@@ -2,16 +2,18 @@
 
 import logging
 import uuid
-from typing import Annotated
 
-from fastapi import APIRouter, File, Form, UploadFile
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from sqlalchemy import select
+from starlette.concurrency import run_in_threadpool
 
 from service.deps import PageDep, QueueDep, SessionDep, SessionmakerDep, SettingsDep, StoreDep, TeamDep
 from service.schemas import CorpusOut, Listing
+from service.uploads import MultipartUpload, run_upload
+from tokenmill.corpora import FORMATS
 from tokenmill.errors import NotFound
-from tokenmill.ingest import CorpusFields, ingest_corpus
+from tokenmill.ingest import NAMED_FIELDS, CorpusFields, ingest_corpus
 from tokenmill.models import Corpus
 from tokenmill.pagination import paginate
 from tokenmill.store import ObjectStore, read_into
@@ -28,29 +30,44 @@ def get_corpus(session, team, corpus_id: uuid.UUID) -> Corpus:
     return corpus
 
 
-@router.post("", status_code=201, response_model=CorpusOut)
-def upload_corpus(
-    factory: SessionmakerDep,
-    store: StoreDep,
-    queue: QueueDep,
-    team: TeamDep,
-    settings: SettingsDep,
-    file: Annotated[UploadFile, File(description="UTF-8 text or JSON lines; gzip and zstd are recognised")],
-    name: Annotated[str, Form()],
-    domain: Annotated[str, Form()],
-    language: Annotated[str, Form()],
-    format: Annotated[str, Form()] = "text",
-    text_field: Annotated[str | None, Form()] = None,
-    parallel_group: Annotated[str | None, Form()] = None,
-):
-    # The multipart parser spools the file to disk past 1 MiB; from there it streams to the store,
-    # with no database session open (ingest_corpus inserts the row in a short transaction after).
-    fields = CorpusFields(name=name, domain=domain, language=language, format=format,
-                          text_field=text_field or None, parallel_group=parallel_group or None)
-    corpus = ingest_corpus(factory, store, team, fields, read_into(file.file),
-                           max_bytes=settings.max_upload_bytes, max_line_bytes=settings.max_line_bytes)
-    queue.send_statistics(corpus.id)  # if the broker is away, the sweeper sends it
+# The body is read by the route itself (service/uploads.py), so the form is described here.
+UPLOAD_FORM = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "required": ["name", "domain", "language", "file"],
+    "properties": {
+        **{name: {"type": "string"} for name in ("name", "domain", "language", "text_field", "parallel_group")},
+        "format": {"type": "string", "enum": list(FORMATS), "default": "text"},
+        "file": {"type": "string", "format": "binary",
+                 "description": "UTF-8 text or JSON lines; gzip and zstd are recognised. Sent after the other "
+                                "fields, it streams; sent before them, it is spooled until they arrive."},
+    }}}}}}
+
+
+@router.post("", status_code=201, response_model=CorpusOut, openapi_extra=UPLOAD_FORM)
+async def upload_corpus(request: Request, factory: SessionmakerDep, store: StoreDep, queue: QueueDep, team: TeamDep,
+                        settings: SettingsDep):
+    # The fields are read first; with them, the file streams from the request to the store through
+    # ingest_corpus in an upload thread (fields after the file: it is spooled until they are read).
+    # No database session is open meanwhile: the row is inserted in a short transaction after.
+    upload = MultipartUpload(request, before_file=NAMED_FIELDS)
+    form = await upload.read_fields()
+    limits = {"max_bytes": settings.max_upload_bytes, "max_line_bytes": settings.max_line_bytes}
+    if upload.streams:
+        corpus = await run_upload(ingest_corpus, factory, store, team, _fields(form), upload.file_chunks(), **limits)
+    else:
+        corpus = await run_upload(_ingest_spooled, upload, factory, store, team, limits)
+    await run_in_threadpool(queue.send_statistics, corpus.id)  # if the broker is away, the sweeper sends it
     return corpus
+
+
+def _fields(form: dict[str, str]) -> CorpusFields:
+    return CorpusFields(name=form.get("name", ""), domain=form.get("domain", ""), language=form.get("language", ""),
+                        format=form.get("format", "text"), text_field=form.get("text_field") or None,
+                        parallel_group=form.get("parallel_group") or None)
+
+
+def _ingest_spooled(upload: MultipartUpload, factory, store: ObjectStore, team, limits: dict[str, int]) -> Corpus:
+    with upload.spooled_file() as spool:
+        return ingest_corpus(factory, store, team, _fields(upload.fields), read_into(spool), **limits)
 
 
 @router.get("", response_model=Listing[CorpusOut])

@@ -1,0 +1,240 @@
+"""Training wall time and peak memory: bare `tokenizers` against the rustbpe engine, on the same text.
+
+Builds a corpus of each --mb size from /work/shared/corpora (man pages, code, Debian Reference,
+fortunes, Bible, Quijote, TeX, licences: the same share of every file, whole files repeated past
+their ~106 MB), writes it to a temporary file, and trains a byte-level BPE of --vocab tokens
+with the gpt2 regex in a fresh process per engine, so each peak RSS is the engine's own: the
+child's VmHWM, which wait4's ru_maxrss equals except that Linux carries the parent's high-water
+mark over into the child at exec (a parent grown to 140 MB would floor every child's figure there):
+
+- `tokenizers files`: bare `tokenizers`, `Tokenizer.train([file])` with a BpeTrainer (Rust reads the file);
+- `tokenizers iterator`: `tokenmill.training.train` on the file's lines, streamed from Python (today's engine);
+- `rustbpe`: `tokenmill.rustbpe_training.train_rustbpe` on the same stream, conversion to a Tokenizer included.
+
+Wall time is the child process's, interpreter start and imports included (its own
+training-only time is printed beside it). Afterwards the vocabularies are compared with
+bare `tokenizers`' one: tokens in common, first differing merge, and tokens needed for
+held-out FLORES lines.
+
+Rows are printed as they are measured (every column, with the load average at the row's
+start); at the end the whole table, engine x corpus size x wall x peak RSS x ratios to bare
+`tokenizers`, is printed again as the Markdown BENCHMARKS.md holds (also written to
+--markdown, and every figure to --json, when given). Past ~106 MB the corpus is the same
+files again, so a 500 MB corpus has 100 MB's distinct pieces, each counted about five times.
+
+    .venv/bin/python -m benchmarks.train_speed --mb 10 100 500
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DOMAINS = ("manpages", "code", "debian_reference", "fortunes", "bible", "book_quijote", "math_tex", "legal")
+ENGINES = ("tokenizers files", "tokenizers iterator", "rustbpe")
+SPECIAL = "<|endoftext|>"
+MB = 1_000_000
+
+
+def corpus_file(path: Path, size: int) -> None:
+    """`size` bytes (cut at a line end) of every source file in the same share, repeated if need be."""
+    from tests.services import CORPORA  # here, not at the top: the children measured never import it (boto3, redis: 44 MiB)
+
+    sources = sorted(p for domain in DOMAINS for p in (CORPORA / domain).glob("*.txt"))
+    total = sum(p.stat().st_size for p in sources)
+    written = 0
+    with path.open("wb") as out:
+        while written < size:
+            share = min(1.0, (size - written) / total)
+            for source in sources:
+                data = source.read_bytes()
+                piece = data[: int(len(data) * share)]
+                piece = piece[: piece.rfind(b"\n") + 1]
+                out.write(piece)
+                written += len(piece)
+            if share < 1.0:
+                break
+
+
+def lines(path: Path):
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            yield line.rstrip("\n")
+
+
+def streamed(texts, parts: dict, started: float):
+    """The texts, noting in parts["stream"] when the engine has taken the last one (its counting pass's end)."""
+    yield from texts
+    parts["stream"] = time.perf_counter() - started
+
+
+def high_water_kib(field: str = "VmHWM") -> int:
+    """This process's peak resident memory so far, KiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def child(engine: str, corpus: Path, vocab: int, output: Path) -> None:
+    """Train one engine in this (fresh) process and print what it measured as JSON."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    from tokenmill import training
+    from tokenmill.references import PATTERNS
+    from tokenmill.rustbpe_training import learn_ranks, to_tokenizer
+    from tokenmill.spec import resolve_spec
+
+    spec = resolve_spec({"vocab_size": vocab, "pre_tokenizer": "gpt2", "special_tokens": [SPECIAL]})
+    baseline = high_water_kib()
+    started = time.perf_counter()
+    parts = {}
+    if engine == "tokenizers files":
+        tokenizer = Tokenizer(models.BPE())
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(PATTERNS["gpt2"]), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=vocab, min_frequency=2, special_tokens=[SPECIAL],
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+        tokenizer.train([str(corpus)], trainer)
+    elif engine == "tokenizers iterator":
+        tokenizer = training.train(spec, streamed(lines(corpus), parts, started))
+    else:
+        ranks = learn_ranks(spec, streamed(lines(corpus), parts, started))
+        parts["learn"] = time.perf_counter() - started
+        tokenizer = to_tokenizer(spec, ranks)
+        parts["convert"] = time.perf_counter() - started - parts["learn"]
+    seconds = time.perf_counter() - started
+    peak = high_water_kib()
+    output.write_text(tokenizer.to_str())
+    print(json.dumps({"train": seconds, "baseline_kib": baseline, "peak_kib": peak, "vocab": tokenizer.get_vocab_size(),
+                      **parts}))
+
+
+def run(engine: str, corpus: Path, vocab: int, output: Path) -> dict:
+    """Run one engine in a child process: its wall time, peak RSS and what it printed."""
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "benchmarks.train_speed", "--child", engine,
+                                "--corpus", str(corpus), "--vocab", str(vocab), "--output", str(output)],
+                               stdout=subprocess.PIPE, text=True)
+    out, _ = process.communicate()
+    if process.returncode:
+        raise SystemExit(f"{engine} failed with exit code {process.returncode}")
+    return {"wall": time.perf_counter() - started, **json.loads(out.splitlines()[-1])}
+
+
+def compare(reference: Path, other: Path, held_out: list[str]) -> str:
+    """Vocabulary overlap, first differing merge and held-out token count against the reference."""
+    from tokenizers import Tokenizer
+
+    ours, theirs = Tokenizer.from_file(str(other)), Tokenizer.from_file(str(reference))
+    shared = len(set(ours.get_vocab()) & set(theirs.get_vocab())) / theirs.get_vocab_size()
+    merges = [json.loads(t.to_str())["model"]["merges"] for t in (ours, theirs)]
+    first = next((i for i, (a, b) in enumerate(zip(*merges)) if a != b), None)
+    tokens = [sum(len(e.ids) for e in t.encode_batch(held_out, add_special_tokens=False)) for t in (ours, theirs)]
+    order = "the same merges" if first is None else f"merges differ from #{first}"
+    return f"{shared:.1%} of tokens shared, {order}, held-out tokens {tokens[0] / tokens[1]:.4f}×"
+
+
+def ratios(result: dict, base: dict | None) -> str:
+    """Wall and peak RSS against bare tokenizers' on the same corpus, as two table cells."""
+    if base is None:
+        return "– | –"
+    if base is result:
+        return "1.00× | 1.00×"
+    return f"**{result['wall'] / base['wall']:.2f}×** | **{result['peak_kib'] / base['peak_kib']:.2f}×**"
+
+
+def training_alone(result: dict) -> str:
+    """The child's own training time, its parts, and when the engine took the last text (its counting pass)."""
+    alone = f"{result['train']:.1f} s"
+    notes = []
+    if "learn" in result:
+        notes.append(f"{result['learn']:.1f} s rustbpe + {result['convert']:.1f} s conversion")
+    if "stream" in result:
+        notes.append(f"last text taken at {result['stream']:.1f} s")
+    return alone + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def row(label: str, engine: str, result: dict, base: dict | None, against: str) -> str:
+    """One row of the running table: the engine's figures and their ratios to bare tokenizers'."""
+    return (f"| {label} | {engine} | {result['wall']:.1f} s | {result['peak_kib'] / 1024:.0f} MiB | "
+            f"{ratios(result, base)} | {training_alone(result)} | {result['baseline_kib'] / 1024:.0f} MiB | "
+            f"{result['vocab']} | {against} | {result['load']:.2f} |")
+
+
+def markdown_table(results: list[dict]) -> str:
+    """The full table as BENCHMARKS.md holds it: engine x corpus size x wall x peak RSS x ratios to bare."""
+    lines = ["| corpus | engine | wall | peak RSS | wall vs bare | RSS vs bare | training alone | load at start |",
+             "|---|---|---|---|---|---|---|---|"]
+    bases = {r["mb"]: r for r in results if r["engine"] == "tokenizers files"}
+    for r in results:
+        engine = r["engine"] + {"tokenizers files": " (bare)", "tokenizers iterator": " (today)"}.get(r["engine"], "")
+        lines.append(f"| {r['label']} | {engine} | {r['wall']:.1f} s | {r['peak_kib'] / 1024:.0f} MiB | "
+                     f"{ratios(r, bases.get(r['mb']))} | {training_alone(r)} | {r['load']:.2f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mb", type=float, nargs="+", default=[10.0, 100.0, 500.0], help="corpus sizes, MB (10**6 bytes)")
+    parser.add_argument("--vocab", type=int, default=32000)
+    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
+    parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--markdown", type=Path, help="also write the final Markdown table (and load averages) here")
+    parser.add_argument("--json", type=Path, help="also write every measured figure here, as JSON")
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.corpus, args.vocab, args.output)
+        return
+    from tests.text import flores_lines
+
+    held_out = flores_lines(200, 0, ("eng_Latn", "deu_Latn", "rus_Cyrl", "zho_Hans", "jpn_Jpan", "spa_Latn"))
+    work = Path(tempfile.mkdtemp(prefix="tm-train-speed-"))
+    start_load = os.getloadavg()
+    print(f"{os.cpu_count()} cores, load average {start_load[0]:.2f} at start, vocab {args.vocab}, gpt2 regex")
+    print("| corpus | engine | wall | peak RSS | vs bare tokenizers: wall | peak RSS | training alone "
+          "| RSS after imports | vocab | against bare tokenizers' vocabulary | load at start |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    results = []
+    try:
+        for size in args.mb:
+            corpus = work / f"corpus-{size:g}.txt"
+            corpus_file(corpus, int(size * MB))
+            label = f"{corpus.stat().st_size / MB:.1f} MB"
+            reference, base = work / f"tokenizers-files-{size:g}.json", None
+            for engine in args.engines:
+                output = work / f"{engine.replace(' ', '-')}-{size:g}.json"
+                load = os.getloadavg()[0]
+                result = run(engine, corpus, args.vocab, output)
+                result.update(engine=engine, mb=size, label=label, bytes=corpus.stat().st_size, load=load)
+                if engine == "tokenizers files":
+                    base = result
+                against = compare(reference, output, held_out) if base and base is not result else "–"
+                result["against"] = against
+                results.append(result)
+                print(row(label, engine, result, base, against), flush=True)
+            corpus.unlink()
+        end_load = os.getloadavg()
+        loads = (f"load average (1, 5, 15 min) {', '.join(f'{x:.2f}' for x in start_load)} at the start, "
+                 f"{', '.join(f'{x:.2f}' for x in end_load)} at the end; {os.cpu_count()} cores")
+        table = markdown_table(results)
+        print(f"\n{loads}\n\n{table}")
+        if args.markdown:
+            args.markdown.write_text(f"{loads}\n\n{table}\n")
+        if args.json:
+            args.json.write_text(json.dumps({"start_load": start_load, "end_load": end_load, "vocab": args.vocab,
+                                             "results": results}, indent=2))
+    finally:
+        shutil.rmtree(work)
+
+if __name__ == "__main__":
+    main()

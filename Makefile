@@ -35,14 +35,10 @@ lock:
 test-unit: install
 	$(BIN)/python -m pytest tests/unit
 
-# Every figure of BENCHMARKS.md, one command each (about an hour on 2 cores; the 500 MB
-# training run needs about 8 GB).
+# Every figure of BENCHMARKS.md, one command each, in order (benchmarks/run.py lists them; its
+# --quick runs them all small, --only NAME some). About an hour on 2 cores, more when shared.
 bench: install
-	$(BIN)/python -m benchmarks.upload_throughput --mb 100 1024
-	$(BIN)/python -m benchmarks.eval_throughput --mb 16 --train-mb 6 --runs 3
-	$(BIN)/python -m benchmarks.combinations
-	$(BIN)/python -m benchmarks.train_speed --mb 10 100 500
-	$(BIN)/python -m benchmarks.job_overhead --mb 100
+	$(BIN)/python -m benchmarks.run
 
 # Refresh the README's screenshots from a browser test run (tests never write to docs/).
 docs: install

@@ -24,9 +24,16 @@ store writes, the encoders evaluate_version builds even with no corpus, registra
 the passes over the corpus are counted at the store. After the job, the same process times
 one pass over the corpus each way (file lines as the engine reads them; the store's documents;
 those through `tracked`'s progress; for rustbpe also framed into a pipe and read back), so the
-job's reading costs are known apart from the engine.
+job's reading costs are known apart from the engine. Last, tokenizers' counting pass alone (a
+300-token vocabulary) is timed fed five ways (PROBES: the engine's or the job's imports, file
+lines or the job's texts, with or without the job's threads, gc.freeze()), each in a fresh process.
 
     .venv/bin/python -m benchmarks.job_overhead --mb 100
+    .venv/bin/python -m benchmarks.job_overhead --mb 100 --without-guard   # each job again with max_memory=None
+    .venv/bin/python -m benchmarks.job_overhead --mb 30 --probes-only --probe-repeats 3
+
+--runs N repeats engines and jobs interleaved; --no-bare skips bare tokenizers; --no-probe the
+probes; --markdown/--json write the tables/every figure to files.
 """
 
 import argparse
@@ -356,18 +363,20 @@ def job_child(work: Path, corpus: Path, library: str, vocab: int, team_id: str, 
 # --- the counting pass alone: what slows the job's (tokenizers) ------------------------------
 
 PROBE_VOCAB = 300  # 43 merges: train_from_iterator is then its counting pass, nearly all of it
-PROBES = {  # name: (imports, texts, threads)
-    "a. engine's imports, file lines, no threads (the engine alone)": ("engine", "file", False),
-    "b. the job's imports (tokenmill.pipeline), file lines, no threads": ("job", "file", False),
-    "c. the job's imports, the job's texts (store documents + tracked), no threads": ("job", "store", False),
+PROBES = {  # name: (imports, texts, threads, gc.freeze() after the imports)
+    "a. engine's imports, file lines, no threads (the engine alone)": ("engine", "file", False, False),
+    "b. the job's imports (tokenmill.pipeline), file lines, no threads": ("job", "file", False, False),
+    "c. the job's imports, the job's texts (store documents + tracked), no threads": ("job", "store", False, False),
     "d. as c, with the job's threads (PeakMemory every 0.1 s, heartbeat + memory guard every 1 s)":
-        ("job", "store", True),
+        ("job", "store", True, False),
+    "e. as b, gc.freeze() after the imports": ("job", "file", False, True),
 }
 
 
 def probe_child(work: Path, corpus: Path, corpus_id: str, probe: str) -> dict:
     """tokenizers' counting pass (a 300-token vocabulary) fed as the probe says, in this fresh process."""
-    imports, feed, threads = PROBES[probe]
+    imports, feed, threads, freeze = PROBES[probe]
+    import gc
     import uuid
     from contextlib import ExitStack
 
@@ -377,6 +386,9 @@ def probe_child(work: Path, corpus: Path, corpus_id: str, probe: str) -> dict:
     if imports == "job":
         import tokenmill.pipeline  # noqa: F401  (the job process's modules: numba, sqlalchemy, evaluation ...)
     spec = resolve_spec(spec_of("tokenizers", PROBE_VOCAB))
+    if freeze:
+        gc.freeze()
+    collections = sum(g["collections"] for g in gc.get_stats())
     with ExitStack() as stack:
         if feed == "file":
             texts = train_speed.lines(corpus)
@@ -405,7 +417,9 @@ def probe_child(work: Path, corpus: Path, corpus_id: str, probe: str) -> dict:
         started = time.perf_counter()
         training.train(spec, train_speed.streamed(texts, parts, started))
         seconds = time.perf_counter() - started
-    return {"probe": probe, "seconds": seconds, "stream": parts["stream"], "peak_kib": high_water_kib()}
+    return {"probe": probe, "seconds": seconds, "stream": parts["stream"], "peak_kib": high_water_kib(),
+            "gc_collections": sum(g["collections"] for g in gc.get_stats()) - collections,
+            "gc_tracked": len(gc.get_objects())}
 
 
 # --- the parent: run the steps, print the tables ---------------------------------------------
@@ -561,9 +575,10 @@ def report(results: dict, size: str) -> str:
     if results.get("probes"):
         out += ["", f"tokenizers' counting pass alone ({PROBE_VOCAB}-token vocabulary: {PROBE_VOCAB - 257} merges), "
                     "each in a fresh process:", "",
-                "| feed | train_from_iterator | last text taken at | peak RSS | load at start |", "|---|---|---|---|---|"]
-        out += [f"| {p['probe']} | {p['seconds']:.1f} s | {p['stream']:.1f} s | {mib(p['peak_kib'])} | {p['load']:.2f} |"
-                for p in results["probes"]]
+                "| feed | train_from_iterator | last text taken at | peak RSS | GC collections (objects tracked) "
+                "| load at start |", "|---|---|---|---|---|---|"]
+        out += [f"| {p['probe']} | {p['seconds']:.1f} s | {p['stream']:.1f} s | {mib(p['peak_kib'])} "
+                f"| {p['gc_collections']} ({p['gc_tracked']:,}) | {p['load']:.2f} |" for p in results["probes"]]
     return "\n".join(out)
 
 
@@ -580,7 +595,9 @@ def main() -> None:
     parser.add_argument("--without-guard", action="store_true",
                         help="also run each job with the heartbeat's memory guard off (max_memory=None)")
     parser.add_argument("--probe", action=argparse.BooleanOptionalAction, default=True,
-                        help="also time tokenizers' counting pass alone, fed four ways (PROBES)")
+                        help="also time tokenizers' counting pass alone, fed five ways (PROBES)")
+    parser.add_argument("--probe-repeats", type=int, default=1, help="run the probes this many times, interleaved")
+    parser.add_argument("--probes-only", action="store_true", help="run the probes only (no engines, no jobs)")
     parser.add_argument("--child", choices=("ingest", "job", "probe"), help=argparse.SUPPRESS)
     parser.add_argument("--probe-name", help=argparse.SUPPRESS)
     parser.add_argument("--guard", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
@@ -612,7 +629,7 @@ def main() -> None:
         print(f"ingested {ingest['lines']} lines in {ingest['ingest']:.1f} s (own process, peak "
               f"{mib(ingest['peak_kib'])})", flush=True)
         results = {"vocab": args.vocab, "bytes": corpus.stat().st_size, "ingest": ingest, "runs": []}
-        for _ in range(args.runs):
+        for _ in range(0 if args.probes_only else args.runs):
             run = {"engines": {}, "jobs": {}}
             for library in args.libraries:
                 for engine in ENGINES[library]:
@@ -639,7 +656,7 @@ def main() -> None:
             results["runs"].append(run)
         results["probes"] = []
         if args.probe and "tokenizers" in args.libraries:
-            for name in PROBES:
+            for name in [name for _ in range(args.probe_repeats) for name in PROBES]:
                 load = os.getloadavg()[0]
                 probe = run_child(["--child", "probe", "--work", str(work), "--corpus", str(corpus),
                                    "--corpus-id", ingest["corpus_id"], "--probe-name", name])

@@ -192,7 +192,7 @@ class Heartbeat:
         tick = min(self.every, self.check_every) if self.max_memory else self.every
         last_beat = time.monotonic()
         while not self._stop.wait(tick):
-            if self.max_memory and resident_memory(process) > self.max_memory:
+            if self.max_memory and over_memory(process, self.max_memory):
                 self._out_of_memory()
             if time.monotonic() - last_beat >= self.every:
                 last_beat = time.monotonic()
@@ -216,14 +216,32 @@ class Heartbeat:
 
 
 def resident_memory(process: psutil.Process) -> int:
-    """Bytes a process and its children hold: proportional set sizes, so that pages a forked
-    shard process shares with its parent count once."""
+    """Bytes a process and its children hold, by resident set size: cheap to read, but a page a
+    forked child shares with its parent counts twice."""
+    members = [process, *process.children(recursive=True)]
+    return _summed(members, lambda member: member.memory_info().rss)
+
+
+def proportional_memory(process: psutil.Process) -> int:
+    """Bytes a process and its children hold, by proportional set size: a shared page counts
+    once, but reading it walks every page map (milliseconds per process)."""
+    members = [process, *process.children(recursive=True)]
+    return _summed(members, lambda member: member.memory_full_info().pss)
+
+
+def over_memory(process: psutil.Process, limit: int) -> bool:
+    """Whether the process and its children hold more than `limit` bytes by PSS, read only when
+    their RSS (never less than PSS) passes the limit: once a second, that is the cheap read."""
+    return resident_memory(process) > limit and proportional_memory(process) > limit
+
+
+def _summed(members: list[psutil.Process], size: Callable[[psutil.Process], int]) -> int:
     total = 0
-    for member in (process, *process.children(recursive=True)):
+    for member in members:
         try:
-            total += member.memory_full_info().pss
+            total += size(member)
         except psutil.Error:
-            pass
+            pass  # it ended meanwhile
     return total
 
 

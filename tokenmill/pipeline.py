@@ -25,7 +25,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
 from tokenmill.errors import TokenmillError
-from tokenmill.evaluation import evaluate_references, evaluate_version, evaluation_row
 from tokenmill.jobs import existing_corpora
 from tokenmill.lifecycle import Claim, JobCancelled, WorkLimits, claim, fail, run_claimed
 from tokenmill.models import Corpus, Status, TokenizerVersion, TrainingJob
@@ -97,12 +96,7 @@ def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job:
     seconds = time.monotonic() - started
     for name, data in trained.files.items():
         store.put_bytes(f"{prefix}/{name}", data)
-    report("evaluating", 0.85, force=True)
-    targets = _corpora(factory, job.eval_corpus_ids)
-    results = evaluate_version(store, job.tokenizer, trained.files, targets,
-                               lambda done: report("evaluating", 0.85 + 0.1 * done))
-    report("evaluating references", 0.93, force=True)
-    _reference_baselines(factory, store, job.team_id, targets)
+    results = _evaluate(factory, store, job, trained, report)
     report("registering", 0.95, force=True)
     number = _register(factory, job, spec, trained, info, prefix, seconds, memory.peak, results)
     log.info("job %s produced %s v%s", job.id, job.tokenizer, number)
@@ -121,9 +115,27 @@ def _corpora(factory: sessionmaker[Session], ids: list[str]) -> list[Corpus]:
         return existing_corpora(session, ids)
 
 
+def _evaluate(factory: sessionmaker[Session], store: ObjectStore, job: TrainingJob, trained: TrainedFiles,
+              report: Reporter) -> list:
+    """The new version's metrics on each evaluation corpus, the references' made where missing."""
+    targets = _corpora(factory, job.eval_corpus_ids)
+    if not targets:
+        return []  # nothing to measure: the evaluation engine (numba, ~75 MiB) is never imported
+    from tokenmill.evaluation import evaluate_version
+
+    report("evaluating", 0.85, force=True)
+    results = evaluate_version(store, job.tokenizer, trained.files, targets,
+                               lambda done: report("evaluating", 0.85 + 0.1 * done))
+    report("evaluating references", 0.93, force=True)
+    _reference_baselines(factory, store, job.team_id, targets)
+    return results
+
+
 def _reference_baselines(factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.UUID, corpora: list[Corpus]) -> None:
     # GPT-2, cl100k and o200k on the same corpora, once per corpus; a failure here costs the
     # dashboard its baselines for a while, never the version.
+    from tokenmill.evaluation import evaluate_references
+
     try:
         evaluate_references(factory, store, team_id, corpora)
     except Exception:
@@ -148,15 +160,22 @@ def _register(factory, job, spec, trained: TrainedFiles, info, prefix, seconds, 
                 )
                 session.add(version)
                 session.flush()
-                alive = set(session.scalars(select(Corpus.id).where(Corpus.id.in_([c.id for c, _ in results]))))
-                session.add_all(evaluation_row(job.team_id, corpus, metrics, version_id=version.id)
-                                for corpus, metrics in results if corpus.id in alive)
+                if results:
+                    _add_evaluations(session, job.team_id, version, results)
                 current.status, current.stage, current.progress = Status.SUCCEEDED, "done", 1.0
                 current.version, current.finished_at, current.updated_at = number, utcnow(), utcnow()
             return number
         except IntegrityError:
             continue  # another job of the same name took this number first
     raise TokenmillError("could not allocate a version number; try again")
+
+
+def _add_evaluations(session: Session, team_id: uuid.UUID, version: TokenizerVersion, results: list) -> None:
+    from tokenmill.evaluation import evaluation_row
+
+    alive = set(session.scalars(select(Corpus.id).where(Corpus.id.in_([c.id for c, _ in results]))))
+    session.add_all(evaluation_row(team_id, corpus, metrics, version_id=version.id)
+                    for corpus, metrics in results if corpus.id in alive)  # a corpus deleted meanwhile is left out
 
 
 def abandon_job(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, message: str) -> None:

@@ -50,25 +50,39 @@ def tracked(texts: Iterable[str], total_chars: int, report: Reporter, stage: str
 
 
 class PeakMemory:
-    """Samples this process's resident memory in a thread; `peak` is the highest seen."""
+    """Samples the resident memory of this process and the children it starts meanwhile (a
+    training child) in a thread; `peak` is the highest seen. Children already running when it
+    starts (the evaluation's encode processes, kept between jobs) are not counted."""
 
     def __init__(self, every: float = 0.1) -> None:
         self.every = every
         self.peak = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread = threading.Thread(target=self._run, daemon=True, name="peak-memory")
         self._process = psutil.Process()
+        self._before: set[int] = set()
+
+    def _sample(self) -> None:
+        total = self._process.memory_info().rss
+        for child in self._process.children(recursive=True):
+            if child.pid not in self._before:
+                try:
+                    total += child.memory_info().rss
+                except psutil.Error:
+                    pass  # it ended meanwhile
+        self.peak = max(self.peak, total)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, self._process.memory_info().rss)
+            self._sample()
             self._stop.wait(self.every)
 
     def __enter__(self) -> "PeakMemory":
+        self._before = {child.pid for child in self._process.children(recursive=True)}
         self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, self._process.memory_info().rss)
+        self._sample()

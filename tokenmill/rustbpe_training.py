@@ -30,10 +30,12 @@ seen over 2**31 times (tens of GB) overflows. A document the regex engine gives 
 
 rustbpe holds the GIL while it merges (tens of seconds on 100 MB), which would stop the job's
 heartbeat and memory guard: so `train_rustbpe` learns in a child process of its own (a fresh
-interpreter, fed the texts through a pipe), while this process only waits on the pipe.
+interpreter, fed the texts through a pipe a batch at a time), while this process only waits on the pipe.
 """
 
 import struct
+from array import array
+from itertools import accumulate
 import subprocess
 import sys
 import tempfile
@@ -156,6 +158,7 @@ def train_rustbpe(spec: TrainingSpec, texts: Iterable[str]) -> Tokenizer:
 LENGTH = struct.Struct("<I")
 CHILD = "from tokenmill.rustbpe_training import serve; serve()"
 REFUSED = 3  # the child's exit code for an InvalidCorpus (its message on stderr)
+BATCH_CHARS = 1 << 20  # texts go down the pipe about a million characters at a time
 
 
 def learn_ranks_apart(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
@@ -168,8 +171,8 @@ def learn_ranks_apart(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
     try:
         try:
             _write(child.stdin, spec.model_dump_json().encode())
-            for text in texts:
-                _write(child.stdin, text.encode("utf-8", "surrogatepass"))
+            for batch in _batches(texts):
+                write_texts(child.stdin, batch)
             child.stdin.close()
         except BrokenPipeError:
             pass  # the child ended early: its exit code and stderr say why
@@ -190,10 +193,10 @@ def learn_ranks_apart(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
 
 def serve() -> None:
     """The child's side of `learn_ranks_apart`."""
-    frames = _frames(sys.stdin.buffer)
-    spec = TrainingSpec.model_validate_json(next(frames))
+    stream = sys.stdin.buffer
+    spec = TrainingSpec.model_validate_json(next(_frames(stream)))
     try:
-        tokens = learn_ranks(spec, (frame.decode("utf-8", "surrogatepass") for frame in frames))
+        tokens = learn_ranks(spec, read_texts(stream))
     except InvalidCorpus as exc:
         print(exc.detail, file=sys.stderr)
         sys.exit(REFUSED)
@@ -201,6 +204,36 @@ def serve() -> None:
     for token in tokens:
         _write(out, token)
     out.flush()
+
+
+def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
+    batch: list[str] = []
+    size = 0
+    for text in texts:
+        batch.append(text)
+        size += len(text)
+        if size >= BATCH_CHARS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def write_texts(stream: BinaryIO, texts: list[str]) -> None:
+    """One frame of texts: their lengths in characters, then all of them as one UTF-8 string
+    (one join and one encode per batch, not per text)."""
+    lengths = array("I", map(len, texts))
+    _write(stream, lengths.tobytes())
+    _write(stream, "".join(texts).encode("utf-8", "surrogatepass"))
+
+
+def read_texts(stream: BinaryIO) -> Iterator[str]:
+    """The texts `write_texts` wrote, in order, until the stream ends."""
+    frames = _frames(stream)
+    for lengths in frames:
+        joined = next(frames).decode("utf-8", "surrogatepass")
+        ends = list(accumulate(array("I", lengths)))
+        yield from map(joined.__getitem__, map(slice, [0, *ends[:-1]], ends))
 
 
 def _write(stream: BinaryIO, data: bytes) -> None:

@@ -19,3 +19,11 @@ def test_the_core_imports_no_service_and_no_worker():
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_the_training_pipeline_imports_the_evaluation_engine_only_to_evaluate():
+    # A job with no evaluation corpora never pays for numba and the compiled kernels (~75 MiB).
+    probe = "import sys, tokenmill.pipeline; print(sorted({'numba', 'tokenmill.evaluation'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]"

@@ -264,3 +264,16 @@ def test_a_document_the_regex_engine_gives_up_on_fails_with_a_message_and_the_ne
     with pytest.raises(InvalidCorpus, match="regex engine gave up on a document"):
         train_rustbpe(spec, ["fine text", " " * 1_000_000 + "x"])
     assert 257 < train_rustbpe(spec, ["fine text"] * 10).get_vocab_size() < 300  # fewer pairs than room
+
+
+def test_texts_cross_the_pipe_whole_in_batches():
+    import io
+
+    from tokenmill.rustbpe_training import read_texts, write_texts
+
+    texts = ["a", "", "héllo\nworld", "\ud800 lone", "日本語" * 1000, "\x00"]
+    pipe = io.BytesIO()
+    write_texts(pipe, texts[:2])
+    write_texts(pipe, texts[2:])
+    pipe.seek(0)
+    assert list(read_texts(pipe)) == texts

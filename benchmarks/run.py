@@ -52,6 +52,9 @@ FIGURES = (
            "Training speed: bare `tokenizers` against the rustbpe engine (issue 12, items 1 and 5)"),
     Figure("job_overhead", "benchmarks.job_overhead", ("--mb", "100"), ("--mb", "0.3", "--vocab", "1000"),
            "Job overhead: the training job against its engine (issue 12, item 2)"),
+    Figure("distributed_counting", "benchmarks.distributed_counting", ("--mb", "100"),
+           ("--mb", "0.3", "--vocab", "1000", "--part-mb", "0.1"),
+           "Distributed counting: parts counted by several processes, merges learned from the counts (issue 12, item 4)"),
 )
 BY_NAME = {figure.name: figure for figure in FIGURES}
 

@@ -1,11 +1,16 @@
 """Response and request bodies of the REST API."""
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
+from sqlalchemy.orm import Session
 
+from tokenmill.jobs import reached_vocab_sizes
+from tokenmill.models import TrainingJob
+from tokenmill.subword_sampling import SamplingOptions
 from tokenmill.versions import vocabulary_notes
 
 T = TypeVar("T")
@@ -63,6 +68,24 @@ class JobOut(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    reached_vocab_size: int | None = None  # its version's vocab_size, once it succeeded (see `of`)
+
+    @computed_field
+    @property
+    def requested_vocab_size(self) -> int | None:
+        return self.spec.get("vocab_size")
+
+    @computed_field
+    @property
+    def notes(self) -> list[str]:
+        """What a person should know of the job's result (a vocabulary smaller than asked for), as its version says."""
+        return [] if self.reached_vocab_size is None else vocabulary_notes(self.spec, self.reached_vocab_size)
+
+    @classmethod
+    def of(cls, session: Session, jobs: Sequence[TrainingJob]) -> list["JobOut"]:
+        """The jobs as the API shows them, each succeeded one with the vocabulary size its version reached."""
+        reached = reached_vocab_sizes(session, jobs)
+        return [cls.model_validate(job).model_copy(update={"reached_vocab_size": reached.get(job.id)}) for job in jobs]
 
 
 class FileOut(BaseModel):
@@ -115,3 +138,5 @@ class EvaluationIn(BaseModel):
 
 class EncodeIn(BaseModel):
     text: str
+    # Subword regularisation (BPE-dropout, Unigram sampling): absent, the one best segmentation.
+    sampling: SamplingOptions | None = None

@@ -61,6 +61,7 @@ class MultipartUpload:
                                field="body")
         self.file_field, self.before_file = file_field, before_file
         self.fields: dict[str, str] = {}
+        self.filename: str | None = None  # the file part's, as the client names it
         self.streams = False  # the file started after `before_file`: no field may follow it
         # The way back to this event loop for whichever thread pulls the file (boto3 reads in its own).
         self._loop = anyio.lowlevel.current_token()
@@ -155,6 +156,7 @@ class MultipartUpload:
             if self._file_state != "ahead":
                 raise InvalidInput(f"the form holds more than one '{name}'", field=name)
             self._file_state = "reading"
+            self.filename = options[b"filename"].decode("utf-8", "replace") if b"filename" in options else None
             self.streams = all(field in self.fields for field in self.before_file)
         elif self._file_state != "ahead" and self.streams:
             raise InvalidInput(f"'{name}' comes after the file: put the file last, after every field", field=name)

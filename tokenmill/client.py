@@ -1,4 +1,4 @@
-"""The user CLI: a client of the REST API (upload, train, download) with progress bars.
+"""The user CLI: a client of the REST API (upload, train, job show, download) with progress bars.
 
 It reads TOKENMILL_API_URL and TOKENMILL_API_KEY, or --url and --api-key.
 """
@@ -26,7 +26,8 @@ def add_commands(sub) -> None:
     p.add_argument("--domain", required=True)
     p.add_argument("--language", required=True)
     p.add_argument("--name")
-    p.add_argument("--format", default="text", choices=("text", "jsonl"))
+    p.add_argument("--format", choices=("text", "jsonl"),
+                   help="default: jsonl for a .jsonl or .ndjson file, otherwise text (the server decides)")
     p.add_argument("--text-field")
     p.add_argument("--parallel-group")
     common(p)
@@ -40,6 +41,11 @@ def add_commands(sub) -> None:
     p.add_argument("--library")
     p.add_argument("--vocab-size", type=int)
     p.add_argument("--wait", action="store_true", help="follow the job to its end")
+    common(p)
+
+    job = sub.add_parser("job", help="training jobs").add_subparsers(dest="job_command", required=True)
+    p = job.add_parser("show", help="print a job (a warning on stderr if its vocabulary fell short)")
+    p.add_argument("id", help="job id")
     common(p)
 
     p = sub.add_parser("download", help="download a version's files: NAME[@VERSION] DIR")
@@ -79,8 +85,9 @@ def _check(response: httpx.Response) -> dict:
 
 def upload(args) -> int:
     size = args.file.stat().st_size
-    data = {"name": args.name or args.file.name, "domain": args.domain, "language": args.language, "format": args.format}
-    data.update({k: v for k, v in (("text_field", args.text_field), ("parallel_group", args.parallel_group)) if v})
+    data = {"name": args.name or args.file.name, "domain": args.domain, "language": args.language}
+    data.update({k: v for k, v in (("format", args.format), ("text_field", args.text_field),
+                                   ("parallel_group", args.parallel_group)) if v})
     with _client(args) as http, args.file.open("rb") as handle, tqdm(total=size, unit="B", unit_scale=True, desc="upload") as bar:
         corpus = _check(http.post("/v1/corpora", data=data, files={"file": (args.file.name, _Progress(handle, bar))}))
     print(json.dumps(corpus, indent=2))
@@ -104,14 +111,26 @@ def train(args) -> int:
                 job = _check(http.get(f"/v1/jobs/{job['id']}"))
                 bar.set_description(job["stage"])
                 bar.update(round(job["progress"] * 100) - bar.n)
-        if job["status"] != "succeeded":
-            print(f"job {job['status']}: {job.get('error') or ''}", file=sys.stderr)
-            return 1
-        version = _check(http.get(f"/v1/tokenizers/{args.name}/versions/{job['version']}"))
-    for note in version.get("notes", []):
-        print(f"warning: {note}", file=sys.stderr)
-    print(f"{args.name} version {job['version']} ({version['vocab_size']} tokens)")
+    if job["status"] != "succeeded":
+        print(f"job {job['status']}: {job.get('error') or ''}", file=sys.stderr)
+        return 1
+    _warn(job)
+    print(f"{args.name} version {job['version']} ({job['reached_vocab_size']} tokens)")
     return 0
+
+
+def show_job(args) -> int:
+    with _client(args) as http:
+        job = _check(http.get(f"/v1/jobs/{args.id}"))
+    print(json.dumps(job, indent=2))
+    _warn(job)
+    return 0
+
+
+def _warn(job: dict) -> None:
+    # The job's notes (a vocabulary smaller than asked for, and why), one line each on stderr.
+    for note in job.get("notes", []):
+        print(f"warning: {note}", file=sys.stderr)
 
 
 def download(args) -> int:
@@ -138,7 +157,7 @@ def download(args) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run a client command; a file or server that is not there is one line on stderr, exit 1."""
-    command = {"corpus": upload, "train": train}.get(args.command, download)
+    command = {"corpus": upload, "train": train, "job": show_job}.get(args.command, download)
     try:
         return command(args)
     except httpx.TransportError as exc:

@@ -9,12 +9,20 @@ sentencepiece versions whose pieces spell their input, by sentencepiece, a word 
 where the same is shown (`tokenmill.word_cache`). Spans and round
 trips come from the ids' spelling (`tokenmill.spelling`) wherever it is proven, and from
 offsets and a real decode elsewhere.
+
+How many cores an evaluation uses is one setting, `evaluation_threads`
+(TOKENMILL_EVALUATION_THREADS): tiktoken's and sentencepiece's threads, tokenizers' batch
+encode on its own thread pool or line by line, and (tokenmill.evaluation) the measuring
+processes. Python threads exist only inside `encoding_threads`, which ends them.
 """
 
 import itertools
 import json
-from collections.abc import Sequence
+import os
+import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -25,12 +33,67 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from tokenizers import Tokenizer
 
 from tokenmill.references import load_reference
+from tokenmill.settings import get_settings
 from tokenmill.spelling import Spelling, WordPieceSpelling, byte_length_spans, utf8_widths
 from tokenmill.word_cache import applies as word_cache_applies, word_cache
 from tokenmill.words import code_points
 from tokenmill.tiktoken_format import encoding as tiktoken_encoding, parse_rank_file
 
 Spans = list[tuple[int, int]]
+
+
+def evaluation_threads() -> int:
+    """How many cores an evaluation may use: the `evaluation_threads` setting."""
+    return get_settings().evaluation_threads
+
+
+class _Threads:
+    """The Python threads of the evaluations running in this process: one that encodes the next
+    batch while the metrics take this one (`ahead`), and those tiktoken encodes a batch's slices
+    on (`slices`, none for one thread). Opened by the outermost `encoding_threads`, ended with it."""
+
+    lock = threading.Lock()
+    users = 0
+    ahead: ThreadPoolExecutor | None = None
+    slices: ThreadPoolExecutor | None = None
+
+
+def _reset_after_fork() -> None:
+    # A forked child has none of its parent's threads (and maybe a lock another thread held).
+    _Threads.lock, _Threads.users, _Threads.ahead, _Threads.slices = threading.Lock(), 0, None, None
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+@contextmanager
+def encoding_threads() -> Iterator[None]:
+    """Meanwhile, encoders may use threads (`evaluation_threads` of them, and one encoding ahead);
+    they start when the outermost of these contexts opens (nested ones share them) and are ended,
+    joined, when it closes, so no thread outlives an evaluation. Outside, encoders use none."""
+    with _Threads.lock:
+        if _Threads.users == 0:
+            threads = evaluation_threads()
+            _Threads.ahead = ThreadPoolExecutor(1, thread_name_prefix="tokenmill-encode-ahead")
+            _Threads.slices = (ThreadPoolExecutor(threads, thread_name_prefix="tokenmill-encode")
+                               if threads > 1 else None)
+        _Threads.users += 1
+    try:
+        yield
+    finally:
+        with _Threads.lock:
+            _Threads.users -= 1
+            ended = (_Threads.ahead, _Threads.slices) if _Threads.users == 0 else ()
+            if ended:
+                _Threads.ahead = _Threads.slices = None
+        for pool in ended:
+            if pool is not None:
+                pool.shutdown(wait=True)
+
+
+def ahead_pool() -> ThreadPoolExecutor | None:
+    """The thread that encodes the next batch ahead, inside `encoding_threads`; None outside."""
+    return _Threads.ahead
 
 
 @dataclass
@@ -126,9 +189,12 @@ def _roundtrips(lines: Sequence[str], decoded: Sequence[str]) -> int:
 
 
 class TokenizersEncoder(Encoder):
-    """A `tokenizers.Tokenizer`; batch-encoded on all cores unless TOKENIZERS_PARALLELISM=false."""
+    """A `tokenizers.Tokenizer`. With more than one evaluation thread, batch-encoded on tokenizers'
+    own thread pool (its size is the library's, fixed once per process and shared with training);
+    with one, on the calling thread (line by line, unless TOKENIZERS_PARALLELISM=false already
+    makes the batch encode serial, as in tokenmill.shards' workers)."""
 
-    def __init__(self, name: str, tokenizer: Tokenizer) -> None:
+    def __init__(self, name: str, tokenizer: Tokenizer, threads: int | None = None) -> None:
         tokenizer.encode_special_tokens = True
         serialized = tokenizer.to_str()
         data = json.loads(serialized)
@@ -142,22 +208,38 @@ class TokenizersEncoder(Encoder):
         super().__init__(name, "tokenizers", tokenizer.get_vocab_size(with_added_tokens=True), unk_id, byte_ids,
                          {"tokenizer_json": serialized}, spelling)
         self.tokenizer = tokenizer
+        self.threads = threads
+
+    def _line_by_line(self) -> bool:
+        """Whether a batch is encoded a line at a time: one thread, and tokenizers' batch encode
+        would use its pool (tokenizers reads TOKENIZERS_PARALLELISM at each call, as this does)."""
+        switch = os.environ.get("TOKENIZERS_PARALLELISM")
+        return (self.threads or evaluation_threads()) == 1 and (switch is None or switch.lower() not in _PARALLELISM_OFF)
+
+    def _encodings(self, lines: Sequence[str], fast: bool = False) -> list:
+        if self._line_by_line():
+            return [self.tokenizer.encode(line, add_special_tokens=False) for line in lines]
+        encode = self.tokenizer.encode_batch_fast if fast else self.tokenizer.encode_batch
+        return encode(list(lines), add_special_tokens=False)
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
-        return [e.ids for e in self.tokenizer.encode_batch(list(lines), add_special_tokens=False)]
+        return [e.ids for e in self._encodings(lines)]
 
     def _ids(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         # Without offsets (all zeros here): the spelling gives spans, and encoding is faster.
-        return _flat([e.ids for e in self.tokenizer.encode_batch_fast(list(lines), add_special_tokens=False)])
+        return _flat([e.ids for e in self._encodings(lines, fast=True)])
 
     def _exact(self, lines: Sequence[str]) -> EncodedBatch:
-        encodings = self.tokenizer.encode_batch(list(lines), add_special_tokens=False)
+        encodings = self._encodings(lines)
         ids = [e.ids for e in encodings]
         flat, counts = _flat(ids)
         offsets = itertools.chain.from_iterable(itertools.chain.from_iterable(e.offsets for e in encodings))
         spans = np.fromiter(offsets, dtype=np.int64, count=2 * len(flat)).reshape(-1, 2)
         return EncodedBatch(flat, spans, counts, _roundtrips(lines, self.tokenizer.decode_batch(ids, skip_special_tokens=False)))
 
+
+# The values of TOKENIZERS_PARALLELISM with which tokenizers encodes a batch serially.
+_PARALLELISM_OFF = ("", "off", "false", "f", "no", "n", "0")
 
 # tokenizer.json parts with which a "▁" model spells its input: a "▁" in front of the line and
 # for every space, split before each "▁" (and before a literal "<0x..>"), decoded by turning
@@ -241,7 +323,7 @@ class SentencePieceEncoder(Encoder):
     `cache_words`, each distinct word is encoded once (`tokenmill.word_cache`).
     """
 
-    def __init__(self, name: str, model: bytes, threads: int = 2, cache_words: bool = False) -> None:
+    def __init__(self, name: str, model: bytes, threads: int | None = None, cache_words: bool = False) -> None:
         self.processor = sentencepiece.SentencePieceProcessor(model_proto=model)
         size = self.processor.get_piece_size()
         byte_ids = frozenset(i for i in range(size) if self.processor.is_byte(i))
@@ -282,7 +364,7 @@ class SentencePieceEncoder(Encoder):
     def _direct(self, lines: Sequence[str]) -> list[list[int]]:
         if len(lines) < 16:  # a few lines (the word cache's unsure ones): no thread pool to start
             return [self.processor.encode(line) for line in lines]
-        return self.processor.encode(list(lines), num_threads=self.threads)
+        return self.processor.encode(list(lines), num_threads=self.threads or evaluation_threads())
 
     def begin(self) -> None:
         if self.words is not None:
@@ -301,29 +383,30 @@ class SentencePieceEncoder(Encoder):
                       else (int(char_of_byte[p.begin]), min(int(char_of_byte[p.begin]) + 1, len(line)))
                       for p in pieces]
         flat, counts = _flat(ids)
-        decoded = self.processor.decode(ids, num_threads=self.threads)
+        decoded = self.processor.decode(ids, num_threads=self.threads or evaluation_threads())
         return EncodedBatch(flat, np.array(spans, dtype=np.int64).reshape(-1, 2), counts, _roundtrips(lines, decoded))
 
 
 class TiktokenEncoder(Encoder):
     """A tiktoken Encoding; its ranks spell their input, byte for byte."""
 
-    def __init__(self, name: str, enc: tiktoken.Encoding, threads: int = 2, recipe: dict | None = None) -> None:
+    def __init__(self, name: str, enc: tiktoken.Encoding, threads: int | None = None, recipe: dict | None = None) -> None:
         # recipe: a reference name, or the rank file with its pattern and special tokens.
         super().__init__(name, "tiktoken", enc.n_vocab, recipe=recipe, spelling=Spelling.of(_token_bytes(enc)))
         self.enc = enc
-        # tiktoken releases the GIL while encoding; one thread per core, each over a slice of
-        # the batch (its own batch call spawns a task per line, which costs more than it saves).
-        self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
-        self.threads = threads
+        self.threads = threads  # None: the evaluation_threads setting
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
+        # tiktoken releases the GIL while encoding; one thread per core, each over a slice of
+        # the batch (its own batch call spawns a task per line, which costs more than it saves),
+        # on the threads of `encoding_threads` (outside it, on this one).
         encode = self.enc.encode_ordinary
-        if self.pool is None or len(lines) < 64:
+        threads, pool = self.threads or evaluation_threads(), _Threads.slices
+        if pool is None or threads < 2 or len(lines) < 64:
             return [encode(line) for line in lines]
-        size = -(-len(lines) // self.threads)
-        parts = self.pool.map(lambda part: [encode(line) for line in part],
-                              [lines[i:i + size] for i in range(0, len(lines), size)])
+        size = -(-len(lines) // threads)
+        parts = pool.map(lambda part: [encode(line) for line in part],
+                         [lines[i:i + size] for i in range(0, len(lines), size)])
         return [ids for part in parts for ids in part]
 
     def _exact(self, lines: Sequence[str]) -> EncodedBatch:
@@ -348,7 +431,7 @@ def _token_bytes(enc: tiktoken.Encoding) -> list[bytes | None]:
 
 
 @lru_cache(maxsize=None)
-def reference_encoder(name: str, threads: int = 2) -> TiktokenEncoder:
+def reference_encoder(name: str, threads: int | None = None) -> TiktokenEncoder:
     """GPT-2, cl100k_base or o200k_base, from their verified rank files."""
     return TiktokenEncoder(name, load_reference(name), threads, recipe={"reference": name})
 
@@ -369,7 +452,7 @@ def version_encoders(name: str, files: dict[str, bytes], manifest: dict) -> tupl
 
 
 def rank_file_encoder(name: str, rank_file: bytes, special_tokens: dict[str, int], pattern: str,
-                      threads: int = 2) -> TiktokenEncoder:
+                      threads: int | None = None) -> TiktokenEncoder:
     """A tiktoken encoder from a version's .tiktoken file and what its manifest says about it."""
     enc = tiktoken_encoding(name, parse_rank_file(rank_file), special_tokens, pattern)
     recipe = {"rank_file": rank_file, "special_tokens": special_tokens, "pattern": pattern}

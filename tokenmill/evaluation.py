@@ -4,13 +4,20 @@
 the rest decides which encoder measures what and makes `Evaluation` rows: a version's are
 returned for the job pipeline to register with the version in one transaction; the
 references' are stored by `evaluate_references` itself, after measuring.
+
+A version's vocabulary-size curve is measured once per version, on the first CURVE_LINES
+lines of every corpus it is evaluated on taken together, and each of those evaluations
+carries it (`vocab_curve`, with `vocab_curve_sample`): the schema has no per-version metrics,
+and a corpus deleted takes only its own row. `tokenmill.reports.version_curve` reads it back
+(and, for versions evaluated before, the per-corpus curves their rows hold).
+
+Parallelism is the `evaluation_threads` setting alone (tokenmill.encoders); every thread
+an evaluation starts lives inside `encoding_threads` and is joined when it ends.
 """
 
 import itertools
 import json
-import os
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -20,7 +27,8 @@ from tokenizers import Tokenizer
 
 from tokenmill.corpora import corpus_documents
 from tokenmill.db import transaction
-from tokenmill.encoders import EncodedBatch, Encoder, TiktokenEncoder, TokenizersEncoder, proven_encoder, reference_encoder, version_encoders
+from tokenmill.encoders import (EncodedBatch, Encoder, TiktokenEncoder, TokenizersEncoder, ahead_pool, encoding_threads,
+                                 evaluation_threads, proven_encoder, reference_encoder, version_encoders)
 from tokenmill.metrics import MetricsAccumulator
 from tokenmill.models import Corpus, Evaluation
 from tokenmill.references import REFERENCE_NAMES
@@ -29,10 +37,11 @@ from tokenmill.tiktoken_format import encoding as tiktoken_encoding, parse_rank_
 
 BATCH_LINES = 1024
 PROOF_LINES = 2000  # lines on which tiktoken's ids must equal tokenizers' before it is trusted
-CURVE_LINES = 2000  # lines per corpus for the vocabulary-size curve
+CURVE_LINES = 2000  # lines of each corpus in the sample of a version's vocabulary-size curve
 CURVE_START = 1000
-SHARD_PROCESSES = min(os.cpu_count() or 1, 4)
 SHARD_AFTER = 16  # batches (16,384 lines) before a corpus is measured in several processes
+# Measuring processes: None for the evaluation_threads setting (a test may fix a number here).
+SHARD_PROCESSES: int | None = None
 
 Progress = Callable[[float], None]
 
@@ -46,15 +55,17 @@ def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
 def measure(encoder: Encoder, documents: Iterable[str], max_bytes: int | None = None) -> dict[str, Any]:
     """The §6 metrics of an encoder on documents (about max_bytes characters of them at most), plus the engine used."""
     batches = _capped(documents, max_bytes)
-    if encoder.recipe is not None and SHARD_PROCESSES > 1:
+    processes = SHARD_PROCESSES or evaluation_threads()
+    if encoder.recipe is not None and processes > 1:
         # Worth its processes' start-up only on a corpus of more than SHARD_AFTER batches.
         head = list(itertools.islice(batches, SHARD_AFTER))
         batches = itertools.chain(head, batches)
         if len(head) == SHARD_AFTER:
             from tokenmill.shards import measure_in_processes
 
-            return measure_in_processes(encoder, batches, SHARD_PROCESSES)
-    return _measure_here(encoder, batches)
+            return measure_in_processes(encoder, batches, processes)
+    with encoding_threads():
+        return _measure_here(encoder, batches)
 
 
 def _measure_here(encoder: Encoder, batches: Iterator[list[str]]) -> dict[str, Any]:
@@ -75,16 +86,20 @@ def _capped(documents: Iterable[str], max_chars: int | None) -> Iterator[list[st
 
 
 def _encoded_ahead(encoder: Encoder, batches: Iterator[list[str]]) -> Iterator[tuple[list[str], EncodedBatch]]:
-    # Encoding (native code, outside the GIL) of the next batch overlaps the metrics of this one.
-    with ThreadPoolExecutor(1) as ahead:
-        batch = next(batches, None)
-        pending = ahead.submit(encoder.encode_batch, batch) if batch is not None else None
-        while batch is not None:
-            following = next(batches, None)
-            encoded = pending.result()
-            pending = ahead.submit(encoder.encode_batch, following) if following is not None else None
-            yield batch, encoded
-            batch = following
+    # Encoding (native code, outside the GIL) of the next batch overlaps the metrics of this one,
+    # on the thread of the caller's `encoding_threads`.
+    ahead = ahead_pool()
+    if ahead is None:
+        yield from ((batch, encoder.encode_batch(batch)) for batch in batches)
+        return
+    batch = next(batches, None)
+    pending = ahead.submit(encoder.encode_batch, batch) if batch is not None else None
+    while batch is not None:
+        following = next(batches, None)
+        encoded = pending.result()
+        pending = ahead.submit(encoder.encode_batch, following) if following is not None else None
+        yield batch, encoded
+        batch = following
 
 
 def head(store: ObjectStore, corpus: Corpus, lines: int) -> list[str]:
@@ -98,21 +113,33 @@ def evaluation_row(team_id: uuid.UUID, corpus: Corpus, metrics: dict[str, Any], 
 
 def evaluate_version(
     store: ObjectStore, name: str, files: dict[str, bytes], corpora: Sequence[Corpus], progress: Progress,
-    max_bytes: int | None = None,
+    max_bytes: int | None = None, curve: bool = True,
 ) -> list[tuple[Corpus, dict[str, Any]]]:
-    """Metrics of a version's files on each corpus, with its vocabulary-size curve where it has one."""
+    """Metrics of a version's files on each corpus (none, and no encoder built, without corpora).
+
+    With `curve`, the version's vocabulary-size curve (BPE only) is measured once, on the first
+    CURVE_LINES lines of every corpus together, and every corpus's metrics carry it.
+    """
+    if not corpora:
+        return []
     manifest = json.loads(files["manifest.json"])
-    slow, fast = version_encoders(name, files, manifest)
-    results = []
-    for index, corpus in enumerate(corpora):
-        sample = head(store, corpus, max(PROOF_LINES, CURVE_LINES))
-        encoder = proven_encoder(slow, fast, sample[:PROOF_LINES])
-        metrics = measure(encoder, corpus_documents(store, corpus), max_bytes)
-        curve = vocab_curve(files, manifest, sample[:CURVE_LINES])
-        if curve:
-            metrics["vocab_curve"] = curve
-        results.append((corpus, metrics))
-        progress((index + 1) / len(corpora))
+    steps = len(corpora) + curve
+    with encoding_threads():
+        slow, fast = version_encoders(name, files, manifest)
+        results, curve_sample = [], []
+        for index, corpus in enumerate(corpora):
+            sample = head(store, corpus, max(PROOF_LINES, CURVE_LINES))
+            encoder = proven_encoder(slow, fast, sample[:PROOF_LINES])
+            results.append((corpus, measure(encoder, corpus_documents(store, corpus), max_bytes)))
+            if curve:
+                curve_sample += sample[:CURVE_LINES]
+            progress((index + 1) / steps)
+        points = vocab_curve(files, manifest, curve_sample) if curve else []
+    if points:
+        for _, metrics in results:
+            metrics["vocab_curve"] = points
+            metrics["vocab_curve_sample"] = {"corpora": len(corpora), "lines": len(curve_sample)}
+    progress(1.0)
     return results
 
 
@@ -128,13 +155,15 @@ def evaluate_references(
                 Evaluation.team_id == team_id, Evaluation.reference.in_(names),
                 Evaluation.corpus_id.in_([c.id for c in corpora])))}
     rows = []
-    for name in names:
-        missing = [c for c in corpora if (name, c.id) not in done]
-        if not missing:
-            continue
-        encoder = reference_encoder(name)
-        for corpus in missing:
-            rows.append(evaluation_row(team_id, corpus, measure(encoder, corpus_documents(store, corpus)), reference=name))
+    with encoding_threads():
+        for name in names:
+            missing = [c for c in corpora if (name, c.id) not in done]
+            if not missing:
+                continue
+            encoder = reference_encoder(name)
+            for corpus in missing:
+                rows.append(evaluation_row(team_id, corpus, measure(encoder, corpus_documents(store, corpus)),
+                                           reference=name))
     with transaction(factory) as session:
         session.add_all(rows)
     return rows
@@ -161,12 +190,14 @@ def vocab_curve(files: dict[str, bytes], manifest: dict, sample: Sequence[str]) 
         return []
     full = Tokenizer.from_str(files["tokenizer.json"].decode()).get_vocab_size()
     curve = []
-    for size in curve_sizes(full):
-        encoder = _truncated(files, manifest, data, size)
-        if encoder is None:
-            continue
-        metrics = measure(encoder, sample)
-        curve.append({"vocab_size": size, "fertility": metrics["fertility"], "chars_per_token": metrics["chars_per_token"]})
+    with encoding_threads():
+        for size in curve_sizes(full):
+            encoder = _truncated(files, manifest, data, size)
+            if encoder is None:
+                continue
+            metrics = measure(encoder, sample)
+            curve.append({"vocab_size": size, "fertility": metrics["fertility"],
+                          "chars_per_token": metrics["chars_per_token"]})
     return curve
 
 

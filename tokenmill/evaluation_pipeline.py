@@ -12,11 +12,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora import corpus_documents
 from tokenmill.db import transaction, utcnow
-from tokenmill.encoders import reference_encoder
+from tokenmill.encoders import encoding_threads, reference_encoder
 from tokenmill.evaluation import evaluate_version, evaluation_row, measure
 from tokenmill.jobs import existing_corpora
 from tokenmill.lifecycle import Claim, WorkLimits, claim, fail, held, run_claimed
 from tokenmill.models import Corpus, EvaluationRun, Status, TokenizerVersion
+from tokenmill.reports import has_version_curve
 from tokenmill.store import ObjectStore
 from tokenmill.versions import version_files
 
@@ -31,9 +32,11 @@ def run_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: u
         run = session.get_one(EvaluationRun, run_id)
         corpora = existing_corpora(session, run.corpus_ids)
         version = session.get(TokenizerVersion, run.version_id) if run.version_id else None
+        # The vocabulary-size curve is measured once per version: by this run only if none has been.
+        curve = version is not None and not has_version_curve(session, version.id)
 
     def work() -> str:
-        results = _measure(store, run, version, corpora)
+        results = _measure(store, run, version, corpora, curve)
         with transaction(factory) as session:
             finished = session.execute(
                 update(EvaluationRun).where(held(EvaluationRun, run_id, run.attempts))
@@ -49,11 +52,12 @@ def run_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: u
 
 
 def _measure(store: ObjectStore, run: EvaluationRun, version: TokenizerVersion | None,
-             corpora: list[Corpus]) -> list[tuple[Corpus, dict[str, Any]]]:
+             corpora: list[Corpus], curve: bool) -> list[tuple[Corpus, dict[str, Any]]]:
     if version is not None:
-        return evaluate_version(store, version.name, version_files(store, version), corpora, lambda _: None)
+        return evaluate_version(store, version.name, version_files(store, version), corpora, lambda _: None, curve=curve)
     encoder = reference_encoder(str(run.reference))
-    return [(corpus, measure(encoder, corpus_documents(store, corpus))) for corpus in corpora]
+    with encoding_threads():
+        return [(corpus, measure(encoder, corpus_documents(store, corpus))) for corpus in corpora]
 
 
 def abandon_run(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, message: str) -> None:

@@ -5,6 +5,14 @@
 byte-level BPE with no normalizer adds a tiktoken rank file; sentencepiece versions add
 `tokenizer.model` + `tokenizer.vocab` (see sentencepiece_training.py); `manifest.json`
 records the spec, the lineage and the sha256 of every other file.
+
+A spec's `sampling` defaults (tokenmill.subword_sampling) are recorded in the manifest's spec
+only: tokenizer.json stays deterministic, since transformers, tiktoken's rank file and every
+evaluation read it as the version's one segmentation. A BPE spec with `sampling.dropout_file`
+also gets `tokenizer.dropout.json`, the same tokenizer with its model's `dropout` set, which
+`tokenizers` and transformers load as they are (their dropout is not seeded). No other format
+has a place for these defaults: a Unigram tokenizer.json keeps no alpha, a sentencepiece model
+no sampling options.
 """
 
 import hashlib
@@ -17,6 +25,7 @@ from tokenmill.spec import TrainingSpec
 from tokenmill.training import unk_token
 
 TIKTOKEN_FILE = "tokenizer.tiktoken"
+DROPOUT_FILE = "tokenizer.dropout.json"
 # transformers' sentinel for "no length limit" (int(1e30)), as its own saved configs use.
 NO_MAX_LENGTH = 1000000000000000019884624838656
 
@@ -102,7 +111,18 @@ def artifact_files(spec: TrainingSpec, tokenizer: Tokenizer) -> tuple[dict[str, 
         files.update(bpe_files(tokenizer_json))
     tiktoken_files, tiktoken_info = tiktoken_file(spec, tokenizer_json)
     files.update(tiktoken_files)
+    if spec.sampling is not None and spec.sampling.dropout_file:
+        files[DROPOUT_FILE] = dropout_file(tokenizer_json, spec.sampling.dropout)
     return files, tiktoken_info
+
+
+def dropout_file(tokenizer_json: str, dropout: float | None) -> bytes:
+    """The tokenizer.json of a BPE version with its model's dropout set (ValueError for any other model)."""
+    data = json.loads(tokenizer_json)
+    if data["model"]["type"] != "BPE":
+        raise ValueError(f"a {data['model']['type']} model has no dropout")
+    data["model"]["dropout"] = dropout
+    return (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode()
 
 
 def sha256(data: bytes) -> str:

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from tokenmill.db import utcnow
 from tokenmill.errors import Conflict, InvalidInput, NotFound
-from tokenmill.models import FINISHED, UNFINISHED, Corpus, Status, Team, TrainingJob
+from tokenmill.models import FINISHED, UNFINISHED, Corpus, Status, Team, TokenizerVersion, TrainingJob
 from tokenmill.pagination import Page, paginate
 from tokenmill.spec import resolve_spec
 
@@ -159,6 +159,18 @@ def list_jobs(session: Session, team: Team, page: Page, status: str | None = Non
     if status:
         query = query.where(TrainingJob.status == status)
     return paginate(session, query.order_by(TrainingJob.created_at.desc()), page)
+
+
+def reached_vocab_sizes(session: Session, jobs: Sequence[TrainingJob]) -> dict[uuid.UUID, int]:
+    """The vocabulary size each succeeded job's version reached, by job id: one query for a page of jobs.
+
+    The job keeps what it asked for (spec.vocab_size); its version, what training reached."""
+    ids = [job.id for job in jobs if job.status == Status.SUCCEEDED]
+    if not ids:
+        return {}
+    rows = session.execute(select(TokenizerVersion.job_id, TokenizerVersion.vocab_size)
+                           .where(TokenizerVersion.job_id.in_(ids)))
+    return {job_id: size for job_id, size in rows if job_id is not None}
 
 
 def cancel_job(session: Session, team: Team, job_id: uuid.UUID | str) -> TrainingJob:

@@ -178,3 +178,23 @@ class WebSession(Base):
     key_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
     ended_at: Mapped[datetime | None] = mapped_column(Timestamp)
+
+
+class CountPart(Base):
+    """One byte range of a training corpus to pre-tokenize and count, for a job whose spec asks
+    for `counting: distributed` (tokenmill.counted_training): any worker may claim it; its
+    counts are spilled to the store under the job's prefix. The rows of an attempt are
+    replaced when the job is taken over, and deleted when it ends."""
+
+    __tablename__ = "count_parts"
+
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("training_jobs.id", ondelete="CASCADE"), primary_key=True)
+    attempt: Mapped[int] = mapped_column(primary_key=True)
+    part: Mapped[int] = mapped_column(primary_key=True)
+    corpus_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("corpora.id", ondelete="CASCADE"))
+    start: Mapped[int] = mapped_column(BigInteger)
+    end: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(20), default=Status.QUEUED.value)
+    claims: Mapped[int] = mapped_column(default=0)
+    counts_key: Mapped[str | None] = mapped_column(String(500))
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)

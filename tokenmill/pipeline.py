@@ -16,6 +16,7 @@ import logging
 import platform
 import time
 import uuid
+from dataclasses import dataclass
 from importlib.metadata import version as package_version
 from typing import Any
 
@@ -23,6 +24,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from tokenmill.counted_training import Counting, Dispatch
 from tokenmill.db import transaction, utcnow
 from tokenmill.errors import TokenmillError
 from tokenmill.jobs import existing_corpora
@@ -65,9 +67,21 @@ def lineage(spec: TrainingSpec, corpora: list[Corpus], job_id: uuid.UUID) -> dic
     }
 
 
+@dataclass(frozen=True)
+class Helpers:
+    """How a distributed-counting job gets help: the sender of helper tasks and the part size."""
+
+    dispatch: Dispatch | None = None
+    count: int = 0
+    part_bytes: int = 64 * 2**20
+    max_line_bytes: int | None = None
+
+
 def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID,
-                     limits: WorkLimits = WorkLimits()) -> str:
-    """Run one training job to its end; returns the job's final status (or why it did not run)."""
+                     limits: WorkLimits = WorkLimits(), helpers: Helpers | None = None) -> str:
+    """Run one training job to its end; returns the job's final status (or why it did not run).
+    `helpers` sends the counting tasks of a `counting: distributed` job (without it, this
+    worker counts every part itself)."""
     outcome = claim(factory, TrainingJob, job_id, limits)
     if outcome is not Claim.CLAIMED:
         return outcome.value
@@ -76,14 +90,15 @@ def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id:
     prefix = job_prefix(job)
 
     def work() -> str:
-        _train_and_register(factory, store, job, prefix)
+        _train_and_register(factory, store, job, prefix, limits, helpers or Helpers())
         return Status.SUCCEEDED
 
     return run_claimed(factory, TrainingJob, job_id, job.attempts, limits, work, lambda: discard(store, prefix),
                        "training")
 
 
-def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job: TrainingJob, prefix: str) -> None:
+def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job: TrainingJob, prefix: str,
+                        limits: WorkLimits, helpers: Helpers) -> None:
     corpora = _corpora(factory, job.train_corpus_ids)
     if len(corpora) != len(job.train_corpus_ids):
         raise TokenmillError("a training corpus was deleted after the job was submitted")
@@ -91,8 +106,10 @@ def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job:
     spec = TrainingSpec.model_validate(job.spec)
     info = lineage(spec, corpora, job.id)
     started = time.monotonic()
+    counting = Counting(factory, job.id, job.attempts, prefix, limits, helpers.part_bytes, helpers.count,
+                        helpers.dispatch, helpers.max_line_bytes)
     with PeakMemory() as memory:
-        trained = train_files(spec, store, corpora, report, info)
+        trained = train_files(spec, store, corpora, report, info, counting)
     seconds = time.monotonic() - started
     for name, data in trained.files.items():
         store.put_bytes(f"{prefix}/{name}", data)

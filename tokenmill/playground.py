@@ -5,8 +5,13 @@ keep busy for minutes: it runs in `tokenmill.sandbox`, bounded in time and memor
 encode cut short is a 422 on `text`. Reference encodes (tiktoken's fixed patterns, linear in
 the text: at most about 0.5 s on 100,000 characters of any one character) stay in this process,
 where the three rank files are loaded once instead of once per sandbox process (about 200 MB).
+
+With `sampling` (tokenmill.subword_sampling) a version's encode is sampled instead: BPE-dropout
+or Unigram sampling, seeded, in the same sandbox. The result then says how (`sampling`); a
+reference cannot be sampled.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from tokenmill import sandbox
@@ -14,6 +19,7 @@ from tokenmill.errors import InvalidInput, TokenmillError
 from tokenmill.models import TokenizerVersion
 from tokenmill.references import REFERENCE_NAMES, load_reference
 from tokenmill.store import ObjectStore
+from tokenmill.subword_sampling import SamplingOptions, resolve
 from tokenmill.versions import version_file
 
 MAX_TEXT = 100_000
@@ -31,17 +37,34 @@ def _summary(text: str, ids: list[int], tokens: list[str], offsets: list[tuple[i
             "chars_per_token": len(text) / len(ids) if ids else 0.0}
 
 
-def encode_with_version(store: ObjectStore, version: TokenizerVersion, text: str) -> dict[str, Any]:
-    """How a version tokenizes a text (no special tokens added), in a bounded sandbox process."""
+def encode_with_version(store: ObjectStore, version: TokenizerVersion, text: str,
+                        sampling: SamplingOptions | None = None) -> dict[str, Any]:
+    """How a version tokenizes a text (no special tokens added), in a bounded sandbox process;
+    sampled (BPE-dropout, Unigram sampling) with `sampling`."""
     text = _check(text)
-    entry = version_file(version, "tokenizer.json")
     pool = sandbox.current()
+    owner = str(version.team_id)
+    if sampling is None:
+        entry = version_file(version, "tokenizer.json")
+        ids, tokens, offsets = _bounded(version, pool, "the tokenizer's pre-tokenization regex", lambda: pool.encode(
+            f"{version.id}:{entry['sha256']}", text, lambda: store.get_bytes(entry["key"]).decode(), owner=owner))
+        return {"tokenizer": f"{version.name} v{version.version}", **_summary(text, ids, tokens, offsets)}
+    chosen = resolve(version.spec, sampling)
+    entry = version_file(version, "tokenizer.json")
+    ids, tokens, offsets = _bounded(version, pool, "sampling (or the pre-tokenization regex)", lambda: pool.sample(
+        f"sample:{version.id}:{entry['sha256']}", text, chosen.as_dict(), lambda: store.get_bytes(entry["key"]).decode(),
+        owner=owner))
+    return {"tokenizer": f"{version.name} v{version.version}", **_summary(text, ids, tokens, offsets),
+            "sampling": chosen.as_dict()}
+
+
+def _bounded(version: TokenizerVersion, pool: sandbox.Sandbox, what: str, call: Callable[[], Any]) -> Any:
+    """A sandbox call, its failures as the errors a person can act on (422 on `text`, or 500)."""
     try:
-        ids, tokens, offsets = pool.encode(f"{version.id}:{entry['sha256']}", text,
-                                           lambda: store.get_bytes(entry["key"]).decode(), owner=str(version.team_id))
+        return call()
     except sandbox.TimedOut:
-        raise InvalidInput(f"'text': the tokenizer's pre-tokenization regex took longer than {pool.timeout:g}s on this "
-                           "text (catastrophic backtracking?); try a shorter or different text", field="text") from None
+        raise InvalidInput(f"'text': {what} took longer than {pool.timeout:g}s on this text (catastrophic "
+                           "backtracking?); try a shorter or different text", field="text") from None
     except sandbox.OverMemory:
         raise InvalidInput(f"'text': encoding it needed more than {pool.memory_bytes // 2**20} MiB of memory; "
                            "try a shorter text", field="text") from None
@@ -51,7 +74,6 @@ def encode_with_version(store: ObjectStore, version: TokenizerVersion, text: str
         # Oniguruma panics ("retry-limit-in-match over") on a regex that backtracks too much.
         raise InvalidInput(f"'text': the tokenizer could not encode this text ({exc}): its pre-tokenization regex "
                            "backtracks too much on it", field="text") from None
-    return {"tokenizer": f"{version.name} v{version.version}", **_summary(text, ids, tokens, offsets)}
 
 
 def encode_with_reference(name: str, text: str) -> dict[str, Any]:

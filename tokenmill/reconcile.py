@@ -7,7 +7,9 @@ removes them:
 - `corpora/<team>/<corpus>`: kept while a corpus row names it; otherwise deleted once older
   than the grace period (an upload being registered has no row yet);
 - `versions/<team>/<job>/<file>`: kept while its job is queued or running, or when the job
-  made a version; otherwise deleted (failed, cancelled, deleted or vanished jobs);
+  made a version; otherwise deleted (failed, cancelled, deleted or vanished jobs); its spilled
+  counts (`.../counts/...`, distributed counting) only while the job runs, as are its
+  `count_parts` rows;
 - unfinished multipart uploads (S3) and partial writes (a local folder) older than the grace
   period are aborted.
 Keys it does not recognise are left alone.
@@ -23,7 +25,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.models import UNFINISHED, Corpus, TokenizerVersion, TrainingJob
-from tokenmill.db import utcnow
+from tokenmill.counted_training import forget_finished
+from tokenmill.db import transaction, utcnow
 from tokenmill.store import ObjectStore, StoredObject
 
 log = logging.getLogger(__name__)
@@ -42,20 +45,30 @@ def reconcile(factory: sessionmaker[Session], store: ObjectStore, grace_seconds:
     for batch in _batches(store.list_objects("versions/")):
         jobs = {o: _job_of(o.key) for o in batch}
         with factory() as session:
-            kept = _jobs_keeping_files(session, {job for job in jobs.values() if job is not None})
-        versions += _delete(store, [o for o, job in jobs.items() if job is not None and job not in kept])
+            working, made = _jobs_keeping_files(session, {job for job in jobs.values() if job is not None})
+        versions += _delete(store, [o for o, job in jobs.items() if job is not None and not _kept(o.key, job, working, made)])
+    with transaction(factory) as session:
+        forget_finished(session)
     aborted = store.abort_unfinished(cutoff)
     if corpora or versions or aborted:
         log.info("reconciliation deleted %d corpus and %d version objects, aborted %d uploads", corpora, versions, aborted)
     return {"corpus_objects": corpora, "version_objects": versions, "aborted_uploads": aborted}
 
 
-def _jobs_keeping_files(session: Session, jobs: set[uuid.UUID]) -> set[uuid.UUID]:
+def _jobs_keeping_files(session: Session, jobs: set[uuid.UUID]) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
+    # (jobs still queued or running, jobs that made a version)
     if not jobs:
-        return set()
+        return set(), set()
     working = session.scalars(select(TrainingJob.id).where(TrainingJob.id.in_(jobs), TrainingJob.status.in_(UNFINISHED)))
     made = session.scalars(select(TokenizerVersion.job_id).where(TokenizerVersion.job_id.in_(jobs)))
-    return set(working) | set(made)
+    return set(working), set(made)
+
+
+def _kept(key: str, job: uuid.UUID, working: set[uuid.UUID], made: set[uuid.UUID]) -> bool:
+    # A job's spilled counts (versions/<team>/<job>/counts/...) are needed only while it runs.
+    if key.split("/")[3:4] == ["counts"]:
+        return job in working
+    return job in working or job in made
 
 
 def _job_of(key: str) -> uuid.UUID | None:

@@ -4,7 +4,8 @@ The latest evaluation of each (subject, corpus) pair counts, where a subject is 
 or a reference tokenizer. Cells aggregate corpora by summing tokens and words (a micro
 average: a large corpus weighs more). Parallel corpora (same `parallel_group`) get a
 premium: tokens in the language / tokens in the pivot, where the pivot is English unless
-the group is written `name@language`.
+the group is written `name@language`. A version's vocabulary-size curve is read back by
+`version_curve` (tokenmill.evaluation measures it once per version).
 """
 
 import uuid
@@ -100,6 +101,34 @@ def version_evaluations(session: Session, team: Team, version: TokenizerVersion)
     extra = premiums(pairs)
     subject: Subject = ("version", str(version.id))
     return [evaluation_out(e, c, extra.get((subject, c.id))) for e, c in sorted(pairs, key=lambda p: (p[1].domain, p[1].language, p[1].name))]
+
+
+def version_curve(session: Session, team: Team, version: TokenizerVersion) -> list[dict[str, Any]]:
+    """A version's vocabulary-size curve as series to draw, each {"label", "corpora", "lines",
+    "points"} (points: vocab_size, fertility, chars_per_token); empty without one (not BPE, or
+    not evaluated yet). One series: the curve measured once for the version, on the first lines
+    of the corpora it was evaluated on together, which each of those evaluations carries with
+    its `vocab_curve_sample` (the newest such). For a version evaluated before curves were per
+    version, one series per corpus, from each corpus's latest evaluation (which had its own)."""
+    rows = session.execute(select(Evaluation, Corpus).join(Corpus, Corpus.id == Evaluation.corpus_id)
+                           .where(Evaluation.team_id == team.id, Evaluation.version_id == version.id)
+                           .order_by(Evaluation.created_at)).all()
+    for evaluation, _ in reversed(rows):
+        sample, points = evaluation.metrics.get("vocab_curve_sample"), evaluation.metrics.get("vocab_curve")
+        if sample and points:
+            corpora = f"{sample['corpora']} corpus" if sample["corpora"] == 1 else f"{sample['corpora']} corpora"
+            return [{"label": f"{sample['lines']:,} lines of {corpora}", **sample, "points": points}]
+    newest = {corpus.id: (evaluation, corpus) for evaluation, corpus in rows}
+    return [{"label": f"{corpus.name} ({corpus.language})", "corpora": 1, "lines": None,
+             "points": evaluation.metrics["vocab_curve"]}
+            for evaluation, corpus in sorted(newest.values(), key=lambda p: (p[1].domain, p[1].language, p[1].name))
+            if evaluation.metrics.get("vocab_curve")]
+
+
+def has_version_curve(session: Session, version_id: uuid.UUID) -> bool:
+    """Whether a version's curve has been measured (once per version: an evaluation carries it)."""
+    return any("vocab_curve_sample" in metrics for metrics in
+               session.scalars(select(Evaluation.metrics).where(Evaluation.version_id == version_id)))
 
 
 def _cell(pairs: list[tuple[Evaluation, Corpus]]) -> dict[str, float | int]:

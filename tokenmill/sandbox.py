@@ -18,6 +18,9 @@ refuse ordinary work. The parent reads the child's resident size while it waits.
 
 Each process keeps the tokenizers it loaded (least recently used out), under the caller's
 key: a version id and the sha256 of its tokenizer.json, so repeated encodes skip the load.
+Sampled encodes (tokenmill.subword_sampling: BPE-dropout, Unigram sampling) keep their
+samplers the same way, under a key of their own; each is seeded per request, so which process
+answers does not change the ids.
 
 Deliberately not handled: tiktoken reference encodes (fixed patterns, linear in the text:
 they stay in the caller's process), sharing loaded tokenizers between processes, and
@@ -107,6 +110,23 @@ def _load(cache: OrderedDict, key: str, tokenizer_json: str) -> None:
         cache.popitem(last=False)
 
 
+def _sample(cache: OrderedDict, key: str, text: str, sampling: dict[str, Any]) -> Encoded:
+    from tokenmill.subword_sampling import Sampling
+
+    if key not in cache:
+        raise _Miss(key)
+    cache.move_to_end(key)
+    return cache[key].encode(text, Sampling(**sampling))
+
+
+def _load_sampler(cache: OrderedDict, key: str, tokenizer_json: str) -> None:
+    from tokenmill.subword_sampling import sampler
+
+    cache[key] = sampler(tokenizer_json)
+    while len(cache) > KEPT:
+        cache.popitem(last=False)
+
+
 def _split(cache: OrderedDict, pattern: str, texts: list[str]) -> int:
     """Split each text with the pattern as training does (`Split(Regex, "isolated")`)."""
     from tokenizers import Regex, pre_tokenizers
@@ -115,7 +135,8 @@ def _split(cache: OrderedDict, pattern: str, texts: list[str]) -> int:
     return sum(len(splitter.pre_tokenize_str(text)) for text in texts)
 
 
-_WORK: dict[str, Callable[..., Any]] = {"encode": _encode, "load": _load, "split": _split}
+_WORK: dict[str, Callable[..., Any]] = {"encode": _encode, "load": _load, "sample": _sample,
+                                        "load_sampler": _load_sampler, "split": _split}
 
 
 def serve(fd: int) -> None:
@@ -190,11 +211,21 @@ class Sandbox:
     def encode(self, key: str, text: str, tokenizer_json: Callable[[], str], owner: str | None = None) -> Encoded:
         """Ids, tokens and offsets of `text` under the tokenizer `key` names; `tokenizer_json`
         is called only when the process that takes the request has not loaded it yet."""
+        return self._loaded(("encode", key, text), lambda: ("load", key, tokenizer_json()), owner)
+
+    def sample(self, key: str, text: str, sampling: dict[str, Any], tokenizer_json: Callable[[], str],
+               owner: str | None = None) -> Encoded:
+        """A sampled encode of `text` (tokenmill.subword_sampling, `sampling` as `Sampling.as_dict()`) with the
+        sampler `key` names; `tokenizer_json` is called only when the process has not loaded it yet."""
+        return self._loaded(("sample", key, text, sampling), lambda: ("load_sampler", key, tokenizer_json()), owner)
+
+    def _loaded(self, message: tuple, load: Callable[[], tuple], owner: str | None) -> Any:
+        """Run `message` in a process, first sending it `load()` if it has not loaded what the message names."""
         with self._checkout(owner) as worker:
-            status, value = self._run(worker, ("encode", key, text), self.timeout)
+            status, value = self._run(worker, message, self.timeout)
             if status == "miss":
-                self._run(worker, ("load", key, tokenizer_json()), LOAD_SECONDS)
-                status, value = self._run(worker, ("encode", key, text), self.timeout)
+                self._run(worker, load(), LOAD_SECONDS)
+                status, value = self._run(worker, message, self.timeout)
             return value
 
     def split(self, pattern: str, texts: list[str], timeout: float) -> int:

@@ -110,9 +110,13 @@ def trainer_options(spec: TrainingSpec) -> dict:
     }
 
 
-def train_sentencepiece(spec: TrainingSpec, texts: Iterable[str], progress: Progress | None = None) -> SentencePieceResult:
-    """Train a sentencepiece model on the texts, as the spec says, and convert it for `tokenizers`."""
+def train_sentencepiece(spec: TrainingSpec, texts: Iterable[str], progress: Progress | None = None,
+                        counted: bool = False) -> SentencePieceResult:
+    """Train a sentencepiece model on the texts, as the spec says, and convert it for `tokenizers`.
+    `counted`: the texts are "word<TAB>count" lines (sentencepiece's input_format tsv)."""
     options = trainer_options(spec)
+    if counted:
+        options["input_format"] = "tsv"
     # The caller samples max_sentences (tokenmill.sampling): sentencepiece's own sampling
     # differs from one process to the next whatever the seed (0.2.3).
     sentencepiece.set_random_generator_seed(spec.seed)  # for whatever else the trainer draws

@@ -1,9 +1,10 @@
 """The one settings object: environment variables prefixed TOKENMILL_, read once and cached."""
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import SecretStr, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # `make up` and every `tokenmill` command run in the same folder share one home: ./.tokenmill.
@@ -47,7 +48,14 @@ class Settings(BaseSettings):
     sweep_interval: float = 60.0
     # Objects without a row are deleted, and multipart uploads aborted, once older than this.
     orphan_grace_seconds: int = 3600
+    # `counting: distributed` jobs: the byte range one worker counts at a time, and how many
+    # helper tasks a job sends at most (tokenmill.counted_training).
+    count_part_bytes: int = Field(64 * 1024**2, ge=1024)
+    count_helpers: int = Field(8, ge=0, le=1000)
     api_url: str = "http://127.0.0.1:8000"
+    # How many cores an evaluation uses: its encoders' threads, and its measuring processes on a
+    # large corpus (tokenmill.evaluation); the one setting for the evaluation engine's parallelism.
+    evaluation_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
 
     @model_validator(mode="after")
     def _local_defaults(self) -> "Settings":

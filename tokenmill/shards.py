@@ -2,11 +2,12 @@
 metrics accumulator, and the accumulators are merged. The processes are kept for the next
 measurement (of the next corpus, reference or version).
 
-One process per core, each encoding on one thread (TOKENIZERS_PARALLELISM=false), keeps
-every core busy with encoding and metrics alike, where one process would leave the metrics'
+One process per evaluation thread (the `evaluation_threads` setting), each encoding on one
+thread (TOKENIZERS_PARALLELISM=false), keeps every core busy with encoding and metrics alike, where one process would leave the metrics'
 Python work and the ids' list building to a single core. The workers are plain subprocesses
 (`python -m tokenmill.shards`) fed pickled batches on stdin, because a Celery prefork child
-may not start `multiprocessing` children.
+may not start `multiprocessing` children. The threads that feed them live for one
+measurement and are joined before it returns.
 """
 
 import os
@@ -110,7 +111,8 @@ def _feed(workers: list[subprocess.Popen], batches: Iterator[list[str]]) -> None
                 continue
         raise WorkerFailed(workers) from failures[0]
 
-    threads = [threading.Thread(target=feed, args=(worker,), daemon=True) for worker in workers]
+    threads = [threading.Thread(target=feed, args=(worker,), daemon=True, name=f"tokenmill-feed-{worker.pid}")
+               for worker in workers]
     for thread in threads:
         thread.start()
     finished = False
@@ -156,7 +158,7 @@ def _encoder(recipe: dict) -> Encoder:
     if "sentencepiece" in recipe:
         return SentencePieceEncoder(recipe["name"], recipe["sentencepiece"], threads=1, cache_words=recipe["cache_words"])
     if "tokenizer_json" in recipe:
-        return TokenizersEncoder(recipe["name"], Tokenizer.from_str(recipe["tokenizer_json"]))
+        return TokenizersEncoder(recipe["name"], Tokenizer.from_str(recipe["tokenizer_json"]), threads=1)
     return rank_file_encoder(recipe["name"], recipe["rank_file"], recipe["special_tokens"], recipe["pattern"], threads=1)
 
 

@@ -13,12 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from tokenmill.errors import InvalidInput
+from tokenmill.subword_sampling import SamplingDefaults, refusal as sampling_refusal
 
 Algorithm = Literal["bpe", "wordpiece", "unigram"]
 # rustbpe: byte-level BPE only, about twice as fast as tokenizers at half its memory (BENCHMARKS.md).
 Library = Literal["tokenizers", "sentencepiece", "rustbpe"]
 PreTokenizer = Literal["gpt2", "cl100k", "o200k", "whitespace", "metaspace", "none"]
 Normalization = Literal["none", "nfc", "nfkc", "nfd", "nfkd"]
+Counting = Literal["streamed", "distributed"]
 
 REGEX_PRESETS = ("gpt2", "cl100k", "o200k")
 BYTE_ALPHABET = 256
@@ -62,6 +64,15 @@ class TrainingSpec(BaseModel):
     # `parity_dev_lines` lines of each language's training corpus (one parallel_group).
     parity: bool = False
     parity_dev_lines: int = Field(200, ge=10, le=100_000)
+    # Subword regularisation defaults of the version's sampled encodes (tokenmill.subword_sampling): recorded
+    # in its spec and manifest.json; tokenizer.json stays deterministic (tokenizer.dropout.json on request).
+    sampling: SamplingDefaults | None = Field(None, description=(
+        'Defaults of the playground\'s and API\'s sampled encodes, as JSON: {"dropout": 0.1} for bpe '
+        '("dropout_file": true adds tokenizer.dropout.json), {"alpha": 0.1, "nbest_size": -1} for unigram; empty for none.'))
+    # "distributed": the corpora are counted in byte ranges by any number of workers, and the
+    # merges (rustbpe) or pieces (sentencepiece) learned from the merged counts, pieces seen
+    # fewer than min_frequency times left out (tokenmill.counted_training).
+    counting: Counting = "streamed"
 
     @field_validator("pre_tokenizer_regex", "end_of_word_suffix")
     @classmethod
@@ -163,6 +174,10 @@ def _check_combination(spec: TrainingSpec) -> None:
         _check_rustbpe(spec)
     if spec.parity:
         _check_parity(spec)
+    if spec.sampling is not None and (why := sampling_refusal(spec.algorithm, spec.sampling, "sampling")):
+        _refuse(*why)
+    if spec.counting == "distributed":
+        _check_distributed(spec)
     if spec.byte_level and spec.byte_fallback:
         _refuse("byte_fallback", "a byte-level vocabulary already covers every byte; drop byte_fallback")
     if spec.byte_level and spec.algorithm != "bpe":
@@ -184,6 +199,14 @@ def _check_parity(spec: TrainingSpec) -> None:
         _refuse("parity", "parity-aware training is byte-level bpe on the tokenizers library")
     if spec.max_sentences:
         _refuse("max_sentences", "parity-aware training reads every line of each language (no sample)")
+
+
+def _check_distributed(spec: TrainingSpec) -> None:
+    if spec.library == "tokenizers":
+        _refuse("counting", "tokenizers learns from texts only: distributed counting trains with library rustbpe "
+                            "(byte-level bpe) or sentencepiece")
+    if spec.max_sentences:
+        _refuse("max_sentences", "distributed counting reads every line (no sample)")
 
 
 def _check_rustbpe(spec: TrainingSpec) -> None:

@@ -37,7 +37,7 @@ class StoredObject:
 class ObjectStore(Protocol):
     def put_stream(self, key: str, chunks: Iterable[bytes]) -> None: ...
     def put_bytes(self, key: str, data: bytes) -> None: ...
-    def iter_chunks(self, key: str, chunk_size: int = CHUNK) -> Iterator[bytes]: ...
+    def iter_chunks(self, key: str, chunk_size: int = CHUNK, start: int = 0) -> Iterator[bytes]: ...
     def get_bytes(self, key: str) -> bytes: ...
     def delete_prefix(self, prefix: str) -> None: ...
     def delete(self, key: str) -> None: ...
@@ -75,12 +75,13 @@ class LocalStore:
     def put_bytes(self, key: str, data: bytes) -> None:
         self.put_stream(key, [data])
 
-    def iter_chunks(self, key: str, chunk_size: int = CHUNK) -> Iterator[bytes]:
+    def iter_chunks(self, key: str, chunk_size: int = CHUNK, start: int = 0) -> Iterator[bytes]:
         try:
             handle = open(self._path(key), "rb")
         except FileNotFoundError:
             raise ObjectNotFound(key) from None
         with handle:
+            handle.seek(start)
             while chunk := handle.read(chunk_size):
                 yield chunk
 
@@ -185,9 +186,11 @@ class S3Store:
     def put_bytes(self, key: str, data: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
 
-    def iter_chunks(self, key: str, chunk_size: int = CHUNK) -> Iterator[bytes]:
+    def iter_chunks(self, key: str, chunk_size: int = CHUNK, start: int = 0) -> Iterator[bytes]:
+        # From byte `start` on (a ranged GET), so that a reader of one part never fetches the rest.
+        ranged = {"Range": f"bytes={start}-"} if start else {}
         try:
-            body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+            body = self.client.get_object(Bucket=self.bucket, Key=self._key(key), **ranged)["Body"]
         except self.client.exceptions.NoSuchKey:
             raise ObjectNotFound(key) from None
         try:

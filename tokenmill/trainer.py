@@ -13,6 +13,7 @@ from tokenizers import Tokenizer
 
 from tokenmill import training
 from tokenmill.corpora import corpus_documents
+from tokenmill.counted_training import Counting, train_counted
 from tokenmill.export import artifact_files, manifest, sha256
 from tokenmill.models import Corpus
 from tokenmill.progress import tracked
@@ -59,8 +60,15 @@ def version_contents(spec: TrainingSpec, tokenizer: Tokenizer, extra: dict[str, 
 
 
 def train_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], report: Report,
-                lineage: dict[str, Any]) -> TrainedFiles:
-    """Train as the spec says and return every file of the version, manifest included."""
+                lineage: dict[str, Any], counting: Counting | None = None) -> TrainedFiles:
+    """Train as the spec says and return every file of the version, manifest included.
+    `counting` says where the parts of a `counting: distributed` spec are coordinated."""
+    if spec.counting == "distributed":
+        if counting is None:
+            raise ValueError("a spec with counting 'distributed' trains inside a job (it needs its parts' rows)")
+        report("counting", 0.0, force=True)
+        tokenizer, extra = train_counted(spec, store, corpora, counting, report)
+        return _version(spec, tokenizer, extra, lineage, report)
     total = sum(c.characters for c in corpora)
     report("training", 0.0, force=True)
     sample = None

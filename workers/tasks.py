@@ -3,15 +3,17 @@
 import uuid
 from functools import lru_cache
 
+from celery import group
 from celery.exceptions import TimeLimitExceeded
-from celery.signals import worker_process_init
+from celery.signals import worker_init, worker_process_init
 
 from workers.app import app
 from tokenmill.corpus_stats import record_statistics
+from tokenmill.counted_training import count_claimed_parts
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.evaluation_pipeline import abandon_run, run_evaluation
 from tokenmill.lifecycle import TIME_LIMIT, TRANSIENT, TransientError, WorkLimits
-from tokenmill.pipeline import abandon_job, run_training_job
+from tokenmill.pipeline import Helpers, abandon_job, run_training_job
 from tokenmill.reconcile import reconcile
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
@@ -23,6 +25,15 @@ def resources():
     """The session factory and store of this worker process (rebuilt after each fork)."""
     settings = get_settings()
     return make_sessionmaker(make_engine(settings.database_url)), open_store(settings.storage_url, settings.s3_endpoint_url)
+
+
+@worker_init.connect
+def compile_before_forking(**_) -> None:
+    # In the worker's main process, before its children are forked: they inherit the compiled
+    # merge learner instead of each compiling it inside a job's memory limit.
+    from tokenmill.merge_learner import warm_up
+
+    warm_up()
 
 
 @worker_process_init.connect
@@ -57,13 +68,30 @@ class LimitedTask(app.Task):
             engine.dispose()
 
 
+def send_counters(job_id: uuid.UUID, attempt: int, prefix: str, helpers: int) -> None:
+    """A group of count tasks on the broker: each claims and counts parts until none is left."""
+    group(count_parts.s(job_id=str(job_id), attempt=attempt, prefix=prefix) for _ in range(helpers)).apply_async(
+        expires=get_settings().task_expires)
+
+
 @app.task(name="tokenmill.train", base=LimitedTask, bind=True, ignore_result=True, max_retries=3)
 def train(self, job_id: str) -> str:
     factory, store = resources()
+    settings = get_settings()
+    helpers = Helpers(send_counters, settings.count_helpers, settings.count_part_bytes, settings.max_line_bytes)
     try:
-        return run_training_job(factory, store, uuid.UUID(job_id), WorkLimits.of(get_settings()))
+        return run_training_job(factory, store, uuid.UUID(job_id), WorkLimits.of(settings), helpers)
     except (TransientError, *TRANSIENT) as exc:  # the claim itself may find the database away
         raise self.retry(exc=exc, countdown=10 * (self.request.retries + 1))
+
+
+@app.task(name="tokenmill.count_parts", ignore_result=True)
+def count_parts(job_id: str, attempt: int, prefix: str) -> int:
+    # Helps a distributed-counting job; its coordinator re-claims whatever a dead helper left.
+    factory, store = resources()
+    settings = get_settings()
+    return count_claimed_parts(factory, store, uuid.UUID(job_id), attempt, prefix, WorkLimits.of(settings),
+                               max_line_bytes=settings.max_line_bytes)
 
 
 @app.task(name="tokenmill.evaluate", base=LimitedTask, bind=True, ignore_result=True, max_retries=3)

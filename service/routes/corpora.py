@@ -35,7 +35,10 @@ UPLOAD_FORM = {"requestBody": {"required": True, "content": {"multipart/form-dat
     "type": "object", "required": ["name", "domain", "language", "file"],
     "properties": {
         **{name: {"type": "string"} for name in ("name", "domain", "language", "text_field", "parallel_group")},
-        "format": {"type": "string", "enum": list(FORMATS), "default": "text"},
+        "format": {"type": "string", "enum": list(FORMATS),
+                   "description": "Not given: jsonl for a file named .jsonl or .ndjson (.gz, .zst too), otherwise "
+                                  "text, but a file whose first non-blank line is a JSON object is refused (422) "
+                                  "with a hint to say format=jsonl (or format=text)."},
         "file": {"type": "string", "format": "binary",
                  "description": "UTF-8 text or JSON lines; gzip and zstd are recognised. Sent after the other "
                                 "fields, it streams; sent before them, it is spooled until they arrive."},
@@ -52,22 +55,24 @@ async def upload_corpus(request: Request, factory: SessionmakerDep, store: Store
     form = await upload.read_fields()
     limits = {"max_bytes": settings.max_upload_bytes, "max_line_bytes": settings.max_line_bytes}
     if upload.streams:
-        corpus = await run_upload(ingest_corpus, factory, store, team, _fields(form), upload.file_chunks(), **limits)
+        corpus = await run_upload(ingest_corpus, factory, store, team, _fields(form, upload.filename),
+                                  upload.file_chunks(), **limits)
     else:
         corpus = await run_upload(_ingest_spooled, upload, factory, store, team, limits)
     await run_in_threadpool(queue.send_statistics, corpus.id)  # if the broker is away, the sweeper sends it
     return corpus
 
 
-def _fields(form: dict[str, str]) -> CorpusFields:
+def _fields(form: dict[str, str], filename: str | None) -> CorpusFields:
+    # No format (or an empty one): the file's name or its first line decides (tokenmill/ingest.py).
     return CorpusFields(name=form.get("name", ""), domain=form.get("domain", ""), language=form.get("language", ""),
-                        format=form.get("format", "text"), text_field=form.get("text_field") or None,
-                        parallel_group=form.get("parallel_group") or None)
+                        format=form.get("format") or None, text_field=form.get("text_field") or None,
+                        parallel_group=form.get("parallel_group") or None, filename=filename)
 
 
 def _ingest_spooled(upload: MultipartUpload, factory, store: ObjectStore, team, limits: dict[str, int]) -> Corpus:
     with upload.spooled_file() as spool:
-        return ingest_corpus(factory, store, team, _fields(upload.fields), read_into(spool), **limits)
+        return ingest_corpus(factory, store, team, _fields(upload.fields, upload.filename), read_into(spool), **limits)
 
 
 @router.get("", response_model=Listing[CorpusOut])

@@ -18,7 +18,7 @@ from service.deps import PageDep, SessionDep, StoreDep, TeamDep
 from service.schemas import EncodeIn, Listing, TokenizerOut, VersionOut
 from tokenmill.cost_report import combine, measured_costs, probed_costs
 from tokenmill.playground import encode_with_version
-from tokenmill.reports import version_evaluations
+from tokenmill.reports import version_curve, version_evaluations
 from tokenmill.versions import get_version, list_names, list_versions, version_file
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,8 @@ def _stream(key: str, first: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
 @router.get("/{name}/versions/{version}/evaluations")
 def read_evaluations(session: SessionDep, team: TeamDep, name: str, version: str):
     row = get_version(session, team, name, version)
-    return {"name": row.name, "version": row.version, "items": version_evaluations(session, team, row)}
+    return {"name": row.name, "version": row.version, "items": version_evaluations(session, team, row),
+            "vocab_curve": version_curve(session, team, row)}
 
 
 @router.post("/{name}/versions/{version}/encode")
@@ -97,7 +98,7 @@ def encode(request: Request, body: EncodeIn, session: SessionDep, store: StoreDe
            version: str):
     row = get_version(session, team, name, version)
     session.commit()  # the encode may take its whole time limit: hold no database connection meanwhile
-    return encode_with_version(store, row, body.text)
+    return encode_with_version(store, row, body.text, body.sampling)
 
 
 @router.get("/{name}/versions/{version}/report")

@@ -112,35 +112,65 @@
     window.setTimeout(tick, 1000);
   }
 
-  // Playground: encode with this version and the chosen comparison, side by side.
+  // Playground: encode with this version and the chosen comparison, side by side; with the
+  // "Sample" box ticked, this version's panel is a seeded sampled encode (BPE-dropout or Unigram).
   function enhancePlayground(form) {
     const text = form.querySelector("textarea");
     const compare = form.querySelector("select");
     const panels = [document.getElementById("pg-main"), document.getElementById("pg-other")];
     const error = document.getElementById("pg-error");
+    const sample = document.getElementById("pg-sample");
+    const seed = document.getElementById("pg-seed");
+    const knobs = Array.from(form.querySelectorAll("#pg-sampling input[type=number]"));
     let timer = null;
     let latest = 0;
+    const sampling = () => {
+      if (!sample || !sample.checked) return null;
+      const options = {};
+      // An empty box takes the version's default; anything else is the server's to check (a 422 names it).
+      knobs.forEach((input) => { if (input.value !== "") options[input.name] = Number(input.value); });
+      return options;
+    };
     const run = async () => {
       const request = ++latest;
-      const targets = [form.dataset.target, compare.value];
+      const options = sampling();
+      const bodies = [{ text: text.value, target: form.dataset.target, ...(options ? { sampling: options } : {}) },
+                      { text: text.value, target: compare.value }];
       try {
-        const results = await Promise.all(targets.map((target) => postJSON("/playground/encode", { text: text.value, target })));
+        const results = await Promise.all(bodies.map((body) => postJSON("/playground/encode", body)));
         if (request !== latest) return;  // a newer keystroke already asked again
         results.forEach((result, i) => { panels[i].innerHTML = result.html; });  // escaped by the server's template
         error.hidden = true;
         const url = new URL(window.location.href);
         url.searchParams.set("text", text.value);
         url.searchParams.set("compare", compare.value);
+        ["sample", ...knobs.map((input) => input.name)].forEach((name) => url.searchParams.delete(name));
+        if (options) {
+          url.searchParams.set("sample", "on");
+          knobs.forEach((input) => url.searchParams.set(input.name, input.value));
+        }
         url.hash = "playground";
         window.history.replaceState(null, "", url);
       } catch (e) {
+        if (request !== latest) return;
         error.textContent = e.message;
         error.hidden = false;
       }
     };
-    form.addEventListener("submit", (event) => { event.preventDefault(); run(); });
-    text.addEventListener("input", () => { window.clearTimeout(timer); timer = window.setTimeout(run, 300); });
+    const soon = () => { window.clearTimeout(timer); timer = window.setTimeout(run, 300); };
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      if (event.submitter && event.submitter.id === "pg-reseed" && seed) {
+        // Next seed: one more than the box holds, ticking the box (a reseed is a request to sample).
+        seed.value = String(((Number(seed.value) || 0) + 1) % 2147483648);
+        if (sample) sample.checked = true;
+      }
+      run();
+    });
+    text.addEventListener("input", soon);
     compare.addEventListener("change", run);
+    if (sample) sample.addEventListener("change", run);
+    knobs.forEach((input) => input.addEventListener("input", () => { if (sample.checked) soon(); }));
   }
 
   document.addEventListener("DOMContentLoaded", () => {

@@ -46,7 +46,7 @@ def _corpora_page(request: Request, session, web, page: int, form: FormData | No
                   error: TokenmillError | None = None, deleted: str | None = None):
     query = select(Corpus).where(Corpus.team_id == web.team.id)
     rows, total = paginate(session, query.order_by(Corpus.created_at.desc()), Page(page=page, limit=PER_PAGE))
-    values = {name: str(form.get(name) or "") for name in FIELDS} if form else {"format": "text"}
+    values = {name: str(form.get(name) or "") for name in FIELDS} if form else {"format": ""}
     return render(request, "corpora.html", web, status_code=error.status if error else 200, corpora=rows, total=total,
                   page=page, pages=page_count(total, PER_PAGE), formats=FORMATS, values=values, error=error,
                   deleted=deleted)
@@ -67,14 +67,15 @@ def delete(web: WebSessionDep, form: FormDep, session: SessionDep, store: StoreD
     return see_other(f"/corpora?deleted={quote(name, safe='')}")
 
 
-def _fields(form: FormData) -> CorpusFields:
+def _fields(form: FormData, filename: str | None) -> CorpusFields:
     def text(name: str) -> str:
         value = form.get(name)
         return value.strip() if isinstance(value, str) else ""
 
+    # "Detect" (an empty format): the file's name or its first line decides, as in POST /v1/corpora.
     return CorpusFields(name=text("name"), domain=text("domain"), language=text("language"),
-                        format=text("format") or "text", text_field=text("text_field") or None,
-                        parallel_group=text("parallel_group") or None)
+                        format=text("format") or None, text_field=text("text_field") or None,
+                        parallel_group=text("parallel_group") or None, filename=filename)
 
 
 @router.post("/corpora")
@@ -85,7 +86,7 @@ def upload(request: Request, web: WebSessionDep, form: FormDep, factory: Session
     try:
         if not isinstance(upload_file, UploadFile) or not upload_file.filename:
             raise InvalidInput("choose a file to upload", field="file")
-        corpus = ingest_corpus(factory, store, web.team, _fields(form), read_into(upload_file.file),
+        corpus = ingest_corpus(factory, store, web.team, _fields(form, upload_file.filename), read_into(upload_file.file),
                                max_bytes=settings.max_upload_bytes, max_line_bytes=settings.max_line_bytes)
     except TokenmillError as exc:  # InvalidInput, InvalidCorpus, TooLarge: the form says what to fix
         if wants_json(request):

@@ -34,8 +34,9 @@ def jobs_page(request: Request, session: SessionDep, web: WebSessionDep,
               page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
               status: Annotated[str | None, Query(max_length=20)] = None):
     rows, total = list_jobs(session, web.team, Page(page=page, limit=PER_PAGE), status or None)
-    active = [job for job in rows if job.status not in FINISHED]
-    finished = [job for job in rows if job.status in FINISHED]
+    jobs = JobOut.of(session, rows)  # as GET /v1/jobs shows them: with the vocabulary each version reached
+    active = [job for job in jobs if job.status not in FINISHED]
+    finished = [job for job in jobs if job.status in FINISHED]
     return render(request, "jobs.html", web, active=active, finished=finished, total=total, page=page,
                   pages=page_count(total, PER_PAGE), status=status or "", finished_statuses=FINISHED)
 
@@ -43,7 +44,7 @@ def jobs_page(request: Request, session: SessionDep, web: WebSessionDep,
 @router.get("/jobs/{job_id}/status")
 def job_status(session: SessionDep, web: WebSessionDep, job_id: uuid.UUID):
     """What the jobs page polls every second while a job is queued or running."""
-    job = JobOut.model_validate(get_job(session, web.team, job_id))
+    job = JobOut.of(session, [get_job(session, web.team, job_id)])[0]
     return job.model_dump(mode="json", include={"id", "status", "stage", "progress", "error", "version", "tokenizer"})
 
 

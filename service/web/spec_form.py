@@ -38,6 +38,10 @@ HELP = {
     "parity": "Parity-aware BPE: give each merge to the language that compresses worst, so the languages of a "
               "parallel group pay closer to the same number of tokens (train on one parallel group).",
     "parity_dev_lines": "With parity: how many first lines of each language's corpus form the parallel dev set.",
+    "sampling": 'Defaults of sampled encodes, as JSON: {"dropout": 0.1} for bpe or {"alpha": 0.1, "nbest_size": -1} '
+                "for unigram; empty for none.",
+    "counting": "distributed: cut the corpora into byte ranges counted by many workers, then learn from the merged "
+                "counts (rustbpe or sentencepiece; pieces rarer than min_frequency dropped).",
 }
 
 

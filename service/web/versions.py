@@ -7,6 +7,12 @@ playground, with the page's status 422, or 503 and Retry-After when every proces
 prefilled text is tokenized when the page is rendered; if that encode fails, the page stays a
 200 and the playground waits for a press of Tokenize. The cost report's fixed texts go through
 the same sandbox (tokenmill.cost_report).
+
+The playground samples too (tokenmill.subword_sampling): a ticked "Sample" box sends the
+version's panel BPE-dropout's p, or Unigram's alpha and n-best size, and a seed, as query
+parameters of the same GET form (or in the script's JSON); "Next seed" (`reseed`) samples with
+the following seed. The comparison panel stays the plain encode. A value out of bounds is the
+playground's 422, naming the control.
 """
 
 from typing import Annotated, Any
@@ -14,7 +20,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from markupsafe import Markup, escape
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from service.deps import SessionDep, StoreDep
 from service.routes import tokenizers as api
@@ -27,9 +33,11 @@ from tokenmill.models import Team, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
 from tokenmill.playground import MAX_TEXT, encode_with_reference, encode_with_version
 from tokenmill.references import REFERENCE_NAMES
-from tokenmill.reports import version_evaluations
+from tokenmill.reports import version_curve, version_evaluations
 from tokenmill.spec import TrainingSpec
 from tokenmill.store import ObjectStore
+from tokenmill.subword_sampling import (DEFAULT_ALPHA, DEFAULT_DROPOUT, DEFAULT_NBEST, MAX_SEED, SamplingOptions,
+                                       method_of)
 from tokenmill.version_diff import load_vocabulary, readable_token, vocabulary_diff
 from tokenmill.versions import get_version, list_names, list_versions
 
@@ -65,15 +73,57 @@ def compare_options(session, team: Team, name: str) -> list[tuple[str, str]]:
     return own + others + [(f"reference:{r}", r) for r in REFERENCE_NAMES]
 
 
-def encode_target(session, store: ObjectStore, team: Team, target: str, text: str) -> dict[str, Any]:
-    """Encode with "reference:NAME" or "version:NAME@VERSION" (404 for another team's version)."""
+def encode_target(session, store: ObjectStore, team: Team, target: str, text: str,
+                  sampling: SamplingOptions | None = None) -> dict[str, Any]:
+    """Encode with "reference:NAME" or "version:NAME@VERSION" (404 for another team's version), sampled
+    with `sampling` (versions only)."""
     kind, _, rest = target.partition(":")
     if kind == "reference":
+        if sampling is not None:
+            raise InvalidInput(f"{rest} is a reference: only a version's encode can be sampled", field="sampling")
         return encode_with_reference(rest, text)
     name, _, version = rest.rpartition("@")
     if kind != "version" or not name:
         raise InvalidInput(f"unknown comparison {target!r}", field="compare")
-    return encode_with_version(store, get_version(session, team, name, version), text)
+    return encode_with_version(store, get_version(session, team, name, version), text, sampling)
+
+
+SAMPLING_FIELDS = ("dropout", "alpha", "nbest_size", "seed")
+
+
+def sampling_controls(row: TokenizerVersion, sample: str | None, given: dict[str, str | None]) -> dict[str, Any]:
+    """What the playground's sampling controls show: the method (None: the version cannot sample), the box,
+    and each value as asked, else as the version recorded, else the default."""
+    recorded = row.spec.get("sampling") or {}
+    defaults = {"dropout": DEFAULT_DROPOUT, "alpha": DEFAULT_ALPHA, "nbest_size": DEFAULT_NBEST, "seed": 0}
+    values = {name: given.get(name) if given.get(name) is not None else
+              recorded.get(name) if recorded.get(name) is not None else defaults[name] for name in SAMPLING_FIELDS}
+    try:
+        next_seed = (int(values["seed"]) + 1) % (MAX_SEED + 1)
+    except ValueError:
+        next_seed = 0
+    return {"method": method_of(row.spec), "on": bool(sample), "values": values, "next_seed": next_seed}
+
+
+def sampling_options(controls: dict[str, Any], given: dict[str, str | None]) -> SamplingOptions | None:
+    """The ticked controls as the options of a sampled encode (only the fields this version's method
+    takes), or None; InvalidInput names a value out of bounds."""
+    if not controls["on"]:
+        return None
+    method = controls["method"] or "none"
+    fields = {"bpe-dropout": ("dropout", "seed"), "unigram": ("alpha", "nbest_size", "seed")}.get(method, ())
+    return checked_options({name: given[name] for name in fields if given.get(name) not in (None, "")})
+
+
+def checked_options(raw: dict[str, Any]) -> SamplingOptions:
+    """Sampling options from the playground (form or script): InvalidInput, a 422, names a bad one (the
+    dashboard's own validation errors are 400s without a field)."""
+    try:
+        return SamplingOptions.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = f"sampling.{error['loc'][0]}" if error["loc"] else "sampling"
+        raise InvalidInput(f"'{name}' {error['msg']}", field=name) from None
 
 
 def previous_version(session, team: Team, row: TokenizerVersion) -> TokenizerVersion | None:
@@ -93,12 +143,12 @@ def has_curve(row: TokenizerVersion) -> bool:
     return row.spec.get("algorithm", "bpe") == "bpe"
 
 
-def curve_chart(evaluations: list[dict[str, Any]], row: TokenizerVersion) -> Markup:
-    """Fertility against vocabulary size, one line per evaluation corpus (BPE versions have a curve)."""
+def curve_chart(curves: list[dict[str, Any]], row: TokenizerVersion) -> Markup:
+    """Fertility against vocabulary size: the version's curve (one line per corpus for versions
+    evaluated before curves were per version). BPE versions have one."""
     if not has_curve(row):
         return empty_chart(CURVE_TITLE, "curve", message=f"Not applicable: {row.spec.get('algorithm')} has no merge list")
-    series = [Series(f"{e['corpus']} ({e['language']})", [(p["vocab_size"], p["fertility"]) for p in e["metrics"]["vocab_curve"]])
-              for e in evaluations if e["metrics"].get("vocab_curve")]
+    series = [Series(curve["label"], [(p["vocab_size"], p["fertility"]) for p in curve["points"]]) for curve in curves]
     return line_chart(series, Axis("vocabulary size", log=True), Axis("fertility (tokens per word)"),
                       title=CURVE_TITLE, chart_id="curve")
 
@@ -115,18 +165,27 @@ def prefilled(session, store: ObjectStore, team: Team, row: TokenizerVersion, co
 @router.get("/tokenizers/{name}/versions/{version}")
 def version_page(request: Request, session: SessionDep, store: StoreDep, web: WebSessionDep, name: str, version: str,
                  text: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
-                 compare: Annotated[str | None, Query(max_length=300)] = None):
+                 compare: Annotated[str | None, Query(max_length=300)] = None,
+                 sample: Annotated[str | None, Query(max_length=10)] = None,
+                 dropout: Annotated[str | None, Query(max_length=30)] = None,
+                 alpha: Annotated[str | None, Query(max_length=30)] = None,
+                 nbest_size: Annotated[str | None, Query(max_length=30)] = None,
+                 seed: Annotated[str | None, Query(max_length=30)] = None,
+                 reseed: Annotated[str | None, Query(max_length=30)] = None):
     row = get_version(session, web.team, name, version)
     evaluations = version_evaluations(session, web.team, row)
     previous = previous_version(session, web.team, row)
     diff = vocabulary_diff(load_vocabulary(store, previous), load_vocabulary(store, row)) if previous else None
     compare = compare or "reference:o200k_base"
+    given = {"dropout": dropout, "alpha": alpha, "nbest_size": nbest_size, "seed": seed if reseed is None else reseed}
+    controls = sampling_controls(row, "on" if reseed is not None else sample, given)  # "Next seed" samples
     results, status, headers = [], 200, {}
     if text is None:
         results = prefilled(session, store, web.team, row, compare)
     elif text:
         try:
-            results = [tokens_html(encode_with_version(store, row, text)),
+            options = sampling_options(controls, given)
+            results = [tokens_html(encode_with_version(store, row, text, options)),
                        tokens_html(encode_target(session, store, web.team, compare, text))]
         except (InvalidInput, Busy) as exc:
             # The page stays, with the reason where the tokens would be (the field is the text box).
@@ -134,11 +193,11 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
             status = exc.status
             headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else {}
     response = render(request, "version.html", web, status_code=status, row=row, evaluations=evaluations,
-                      previous=previous, diff=diff, diff_shown=DIFF_SHOWN, curve_chart=curve_chart(evaluations, row),
+                      previous=previous, diff=diff, diff_shown=DIFF_SHOWN, curve_chart=curve_chart(version_curve(session, web.team, row), row),
                       has_curve=has_curve(row), report=cost_report(session, store, web.team, row),
                       spec=spec_items(row.spec), options=compare_options(session, web.team, row.name),
                       readable=token_shower(row), compare=compare, text=text if text is not None else PLAYGROUND_TEXT,
-                      results=results)
+                      results=results, sampling=controls)
     response.headers.update(headers)
     return response
 
@@ -158,10 +217,12 @@ class PlaygroundIn(BaseModel):
 
     text: str
     target: str = Field(max_length=300)
+    sampling: dict[str, Any] | None = None  # SamplingOptions, checked by the route to name a bad field
 
 
 @router.post("/playground/encode")
 def encode(request: Request, body: PlaygroundIn, session: SessionDep, store: StoreDep, web: ScriptSessionDep):
     """One playground panel: ids, tokens and counts, plus the boxes as HTML."""
-    result = encode_target(session, store, web.team, body.target, body.text)
+    sampling = None if body.sampling is None else checked_options(body.sampling)
+    result = encode_target(session, store, web.team, body.target, body.text, sampling)
     return JSONResponse({**result, "html": tokens_html(result)})

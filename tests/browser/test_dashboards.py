@@ -132,7 +132,7 @@ def test_upload_train_and_read_the_dashboards(browse, team, api, tmp_path):
 
     check_playground(page, api, name)
     assert int(page.locator("#diff-added-count").inner_text().replace(",", "")) > 0
-    assert page.locator("#curve polyline").count() == 2  # one line per evaluation corpus
+    assert page.locator("#curve polyline").count() == 1  # one curve per version, on its evaluation corpora together
     screenshot(page, "version")
 
     page.goto("/corpora")

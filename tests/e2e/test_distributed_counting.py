@@ -1,0 +1,89 @@
+"""Distributed counting on real workers: a corpus larger than a worker's memory cap is counted in
+parts by several worker processes (helper tasks on the broker) and trains within the cap."""
+
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+import redis
+from sqlalchemy import select
+
+from service.queue import Queue
+from tests.services import REDIS_DB_BASE
+from tests.stack import process_env, unique
+from tests.waiting import UNFINISHED, until
+from tokenmill.db import transaction
+from tokenmill.ingest import CorpusFields, ingest_corpus
+from tokenmill.jobs import submit_job
+from tokenmill.models import TokenizerVersion, TrainingJob
+from tokenmill.settings import Settings
+from tokenmill.teams import create_team
+
+REDIS_DB = REDIS_DB_BASE + 3
+CAP = 300 * 2**20
+CORPUS_BYTES = 320 * 2**20
+
+
+@pytest.fixture
+def capped_workers(settings, tmp_path):
+    """One worker, two processes, each capped at CAP, counting 16 MiB parts."""
+    redis.Redis.from_url(settings.broker_url.rsplit("/", 1)[0] + f"/{REDIS_DB}").flushdb()
+    env = process_env(settings, REDIS_DB)
+    env.update({"TOKENMILL_JOB_MAX_MEMORY_BYTES": str(CAP), "TOKENMILL_COUNT_PART_BYTES": str(16 * 2**20),
+                "TOKENMILL_COUNT_HELPERS": "4"})
+    log_path = tmp_path / "worker.log"
+    with log_path.open("wb") as log:
+        worker = subprocess.Popen([sys.executable, "-m", "tokenmill", "worker", "--concurrency", "2"], env=env,
+                                  stdout=log, stderr=subprocess.STDOUT)
+        try:
+            yield Settings(broker_url=env["TOKENMILL_BROKER_URL"]), log_path
+        finally:
+            worker.terminate()
+            worker.wait(30)
+
+
+def _corpus_chunks(total: int):
+    # Real-looking lines of many words and numbers, 4 MiB at a time, each block different.
+    words = ["the", "counts", "of", "pieces", "merge", "tokenmill", "día", "niño", "日本語", "добрый", "return",
+             "def", "(x)", "lower", "lowest", "newer", "wider", "2026", "—", "!!"]
+    rng = random.Random(7)
+    sent = 0
+    while sent < total:
+        block = "".join(" ".join(rng.choice(words) for _ in range(rng.randrange(3, 30))) + f" {rng.randrange(10**4)}\n"
+                        for _ in range(40_000)).encode()
+        yield block
+        sent += len(block)
+
+
+def test_a_corpus_larger_than_a_workers_memory_is_counted_by_several_workers(settings, sessionmaker, store,
+                                                                          capped_workers):
+    worker_settings, log_path = capped_workers
+    with transaction(sessionmaker) as session:
+        team, _ = create_team(session, unique("wide"))
+    corpus = ingest_corpus(sessionmaker, store, team, CorpusFields("big", "news", "eng_Latn"),
+                           _corpus_chunks(CORPUS_BYTES), max_bytes=10**10, max_line_bytes=10**6)
+    assert corpus.bytes > 300 * 2**20
+    spec = {"library": "rustbpe", "vocab_size": 2000, "counting": "distributed"}
+    with transaction(sessionmaker) as session:
+        # Training only (no evaluation corpora): the cap is on what counting and learning hold.
+        job, _ = submit_job(session, team, unique("wide"), spec, [str(corpus.id)], [])
+    assert Queue(worker_settings).send_training(job.id)
+    row = until(lambda: _row(sessionmaker, job.id), lambda r: r.status not in UNFINISHED, timeout=400)
+    assert row.status == "succeeded", row.error
+    with sessionmaker() as session:
+        version = session.scalars(select(TokenizerVersion).where(TokenizerVersion.job_id == job.id)).one()
+    assert version.vocab_size == 2000
+    print("peak", version.peak_memory_bytes >> 20, "MiB of", CAP >> 20)
+    assert version.peak_memory_bytes < CAP
+    log = log_path.read_text(errors="replace")
+    counters = set(re.findall(r"(ForkPoolWorker-\d+).*counted part \d+ of job " + str(job.id), log))
+    parts = re.findall(r"counted part (\d+) of job " + str(job.id), log)
+    assert len(parts) == -(-corpus.bytes // (16 * 2**20)) and len(set(parts)) == len(parts)
+    assert len(counters) == 2, log[-3000:]
+
+
+def _row(sessionmaker, job_id) -> TrainingJob:
+    with sessionmaker() as session:
+        return session.get_one(TrainingJob, job_id)

@@ -1,0 +1,115 @@
+"""Distributed counting (`counting: distributed`) on PostgreSQL and S3: parts counted by several
+workers give the files one worker gives, and a rustbpe job the files of its streamed run."""
+
+import random
+import threading
+import uuid
+
+import pytest
+from sqlalchemy import func, select
+
+from tokenmill.counted_training import count_claimed_parts
+from tokenmill.db import transaction
+from tokenmill.ingest import CorpusFields, ingest_corpus
+from tokenmill.jobs import submit_job
+from tokenmill.lifecycle import WorkLimits
+from tokenmill.models import CountPart, TokenizerVersion, TrainingJob
+from tokenmill.pipeline import Helpers, job_prefix, run_training_job
+from tokenmill.teams import create_team
+
+WORDS = ["the", "there", "then", "lower", "lowest", "día", "niño", "日本語", "добрый", "1999", "2026", "3.14",
+         "def", "return", "x_1", "(a+b)", "aaaa", "!!", "Tokenmill", "counts", "merges", "pieces"]
+SAME_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer.tiktoken", "tokenizer.model", "tokenizer.vocab")
+
+
+@pytest.fixture
+def team_and_corpora(sessionmaker, store):
+    with transaction(sessionmaker) as session:
+        team, _ = create_team(session, f"counted-{uuid.uuid4().hex[:8]}")
+    corpora = []
+    for seed, language in ((1, "eng_Latn"), (2, "spa_Latn")):
+        rng = random.Random(seed)
+        text = "".join(" ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 25))) + "\n" for _ in range(3000))
+        corpora.append(ingest_corpus(sessionmaker, store, team, CorpusFields(language, "news", language), [text.encode()],
+                                     max_bytes=10**9, max_line_bytes=10**6))
+    return team, corpora
+
+
+def _job(sessionmaker, team, corpora, spec) -> uuid.UUID:
+    with transaction(sessionmaker) as session:
+        job, _ = submit_job(session, team, f"counted-{uuid.uuid4().hex[:6]}", spec, [str(c.id) for c in corpora], None)
+    return job.id
+
+
+def _files(sessionmaker, store, job_id) -> dict[str, bytes]:
+    with sessionmaker() as session:
+        version = session.scalars(select(TokenizerVersion).where(TokenizerVersion.job_id == job_id)).one()
+    return {entry["name"]: store.get_bytes(entry["key"]) for entry in version.files if entry["name"] in SAME_FILES}
+
+
+def _trained(sessionmaker, store, team, corpora, spec, helpers=None) -> dict[str, bytes]:
+    job_id = _job(sessionmaker, team, corpora, spec)
+    assert run_training_job(sessionmaker, store, job_id, WorkLimits(), helpers) == "succeeded"
+    with sessionmaker() as session:
+        assert session.scalar(select(func.count()).select_from(CountPart).where(CountPart.job_id == job_id)) == 0
+        job = session.get_one(TrainingJob, job_id)
+    assert not [o for o in store.list_objects(f"{job_prefix(job)}/counts/")]  # spills are gone
+    return _files(sessionmaker, store, job_id)
+
+
+RUSTBPE = {"library": "rustbpe", "vocab_size": 700, "min_frequency": 0, "special_tokens": ["<|endoftext|>"]}
+
+
+def test_a_rustbpe_job_counted_in_parts_makes_the_files_of_its_streamed_run(sessionmaker, store, team_and_corpora):
+    team, corpora = team_and_corpora
+    streamed = _trained(sessionmaker, store, team, corpora, RUSTBPE)
+    counted = _trained(sessionmaker, store, team, corpora, {**RUSTBPE, "counting": "distributed"},
+                       Helpers(part_bytes=4096))
+    assert set(counted) == {"tokenizer.json", "vocab.json", "merges.txt", "tokenizer.tiktoken"}
+    assert counted == streamed
+
+
+def _helping(sessionmaker, store, workers: int, started: list):
+    # Helpers as other workers would run them: threads with their own sessions, sent by the job.
+    def dispatch(job_id, attempt, prefix, count):
+        for _ in range(min(count, workers)):
+            thread = threading.Thread(target=count_claimed_parts,
+                                      args=(sessionmaker, store, job_id, attempt, prefix, WorkLimits()))
+            thread.start()
+            started.append(thread)
+    return dispatch
+
+
+@pytest.mark.parametrize("spec", [
+    {**RUSTBPE, "min_frequency": 3, "counting": "distributed"},
+    {"library": "sentencepiece", "algorithm": "unigram", "vocab_size": 300, "counting": "distributed"},
+    {"library": "sentencepiece", "algorithm": "bpe", "vocab_size": 300, "counting": "distributed"},
+], ids=["rustbpe-pruned", "sentencepiece-unigram", "sentencepiece-bpe"])
+def test_any_number_of_workers_and_parts_give_the_files_of_one(sessionmaker, store, team_and_corpora, spec):
+    team, corpora = team_and_corpora
+    alone = _trained(sessionmaker, store, team, corpora, spec, Helpers(part_bytes=10**9))
+    started: list[threading.Thread] = []
+    helped = _trained(sessionmaker, store, team, corpora, spec,
+                      Helpers(dispatch=_helping(sessionmaker, store, 3, started), count=3, part_bytes=3000))
+    for thread in started:
+        thread.join(30)
+    assert len(started) == 3
+    assert helped == alone
+
+
+def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team_and_corpora, monkeypatch):
+    from tokenmill import counted_training
+
+    team, corpora = team_and_corpora
+    spec = {**RUSTBPE, "counting": "distributed"}
+    expected = _trained(sessionmaker, store, team, corpora, spec, Helpers(part_bytes=10**9))
+    # A helper claims part 0 and dies (its row stays 'running', untouched): the coordinator
+    # takes it over once it has been silent for `silent_after`.
+    def dispatch(job_id, attempt, prefix, count):
+        assert counted_training._claim(sessionmaker, job_id, attempt, WorkLimits()) is not None
+
+    limits = WorkLimits(silent_after=1)
+    job_id = _job(sessionmaker, team, corpora, spec)
+    assert run_training_job(sessionmaker, store, job_id, limits, Helpers(dispatch=dispatch, count=1, part_bytes=8192)) \
+        == "succeeded"
+    assert _files(sessionmaker, store, job_id) == expected

@@ -1,0 +1,55 @@
+"""Merges learned from counted pieces are rustbpe's merges on the texts the pieces came from."""
+
+import random
+from collections import Counter
+
+import pytest
+import regex
+import rustbpe
+
+from tokenmill.merge_learner import learn_merges
+from tokenmill.references import PATTERNS
+
+WORDS = ["the", "there", "then", "low", "lower", "lowest", "día", "niño", "日本語", "東京", "добрый", "مرحبا",
+         "1999", "2026", "3.14", "  ", "\t", "def", "return", "x_1", "(a+b)", "aaaa", "abab", "!!", "🙂"]
+
+
+def _texts(seed: int, lines: int = 400) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 20))) + rng.choice(["", " ", "\n  x"])
+            for _ in range(lines)]
+
+
+def _rustbpe(texts: list[str], pattern: str, vocab: int) -> list[bytes]:
+    learner = rustbpe.Tokenizer()
+    learner.train_from_iterator(iter(texts), vocab, pattern=pattern)
+    return [bytes(token) for token, _ in sorted(learner.get_mergeable_ranks(), key=lambda item: item[1])]
+
+
+def _counted(texts: list[str], pattern: str) -> list[tuple[bytes, int]]:
+    compiled = regex.compile(pattern)
+    counts = Counter(piece for text in texts for piece in compiled.findall(text))
+    return [(piece.encode(), seen) for piece, seen in counts.items()]
+
+
+@pytest.mark.parametrize("preset", ["gpt2", "cl100k", "o200k"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_merges_are_rustbpes(preset, seed):
+    texts = _texts(seed)
+    pattern = PATTERNS[preset]
+    vocab = 256 + 300
+    assert learn_merges(_counted(texts, pattern), vocab - 256) == _rustbpe(texts, pattern, vocab)
+
+
+def test_overlapping_pairs_and_ties_follow_rustbpe():
+    # Runs of one letter hold overlapping pairs; many pairs tie at every count.
+    texts = ["a" * n + " " + "b" * (7 - n) for n in range(8)] * 3 + ["abab cdcd abcd dcba"] * 2
+    pattern = PATTERNS["gpt2"]
+    assert learn_merges(_counted(texts, pattern), 40) == _rustbpe(texts, pattern, 256 + 40)
+
+
+def test_it_stops_when_no_pair_is_left_and_ignores_order_of_the_pieces():
+    counted = [(b"ab", 3), (b"c", 9), (b"abc", 1)]
+    tokens = learn_merges(counted, 100)
+    assert tokens[256:] == [b"ab", b"abc"]
+    assert learn_merges(list(reversed(counted)), 100) == tokens

@@ -20,7 +20,7 @@ process of its own:
 
 The job's stages are timed by wrapping, in the job's process only, the functions the pipeline
 calls (claim, lineage, train_files, the engine, the counting pass, export, manifest, hashing,
-store writes, the encoders evaluate_version builds even with no corpus, registration), and
+store writes, the evaluation step with no corpus, registration), and
 the passes over the corpus are counted at the store. After the job, the same process times
 one pass over the corpus each way (file lines as the engine reads them; the store's documents;
 those through `tracked`'s progress; for rustbpe also framed into a pipe and read back), so the
@@ -186,8 +186,8 @@ def instrument(timeline: Timeline, sampler: Sampler, store, corpus_key: str) -> 
     from tokenmill import export, lifecycle, pipeline, progress, rustbpe_training, trainer, training
 
     for name, label in (("claim", "claim"), ("_corpora", "corpus rows"), ("lineage", "lineage (package versions)"),
-                        ("train_files", "train_files"), ("evaluate_version", "evaluate_version (no corpora)"),
-                        ("_reference_baselines", "reference baselines (no corpora)"), ("_register", "register")):
+                        ("train_files", "train_files"), ("_evaluate", "evaluate (no corpora)"),
+                        ("_register", "register")):
         timeline.wrap(pipeline, name, label)
     for name, label in (("train_tokenizer", "engine (train_tokenizer)"), ("version_contents", "export (version_contents)"),
                         ("artifact_files", "export: artifact_files"), ("manifest", "export: manifest")):
@@ -201,7 +201,8 @@ def instrument(timeline: Timeline, sampler: Sampler, store, corpus_key: str) -> 
     timeline.wrap(rustbpe_training, "to_tokenizer", "engine: rustbpe ranks to Tokenizer")
     timeline.wrap(training, "coverage_alphabet", "alphabet pass")
     timeline.wrap(trainer, "reservoir_sample", "sampling pass")
-    timeline.wrap(lifecycle, "resident_memory", "memory guard (PSS of the process and its children)", total=True)
+    timeline.wrap(lifecycle, "over_memory", "memory guard (RSS of the process and its children, PSS past the limit)",
+                  total=True)
     timeline.wrap(lifecycle.Heartbeat, "_beat", "heartbeat writes", total=True)
     timeline.wrap(store, "put_bytes", "store writes (put_bytes)", total=True)
 
@@ -518,9 +519,8 @@ def breakdown(library: str, job: dict, engine: dict) -> list[str]:
          - seconds(job, "export (version_contents)") - hashes, 0.0, ""),
         ("store writes (put_bytes, every file)", total(job, "store writes (put_bytes)"), 0.0,
          f"{len(job['files'])} files, {sum(job['files'].values()) / MB:.1f} MB"),
-        ("evaluate_version with no corpora (builds both encoders)", seconds(job, "evaluate_version (no corpora)"), 0.0,
-         "tokenizer.json parsed, tiktoken ranks parsed"),
-        ("reference baselines (no corpora)", seconds(job, "reference baselines (no corpora)"), 0.0, ""),
+        ("evaluation with no corpora (returns at once)", seconds(job, "evaluate (no corpora)"), 0.0,
+         "the evaluation engine is not imported"),
         ("register (one transaction)", seconds(job, "register"), 0.0, ""),
     ]
     accounted = sum(value for _, value, _, _ in rows[1:])
@@ -538,7 +538,7 @@ def breakdown(library: str, job: dict, engine: dict) -> list[str]:
 
 def memory_rows(job: dict, engine: dict) -> list[str]:
     rows = [f"| after imports (before submit) | {mib(job['baseline_kib'])} | {mib(engine['baseline_kib'])} |"]
-    for label in ("engine (train_tokenizer)", "export (version_contents)", "evaluate_version (no corpora)", "register"):
+    for label in ("engine (train_tokenizer)", "export (version_contents)", "evaluate (no corpora)", "register"):
         for span in spans(job, label):
             child = f" (child {mib(span['child_hwm_kib'])})" if span["child_hwm_kib"] else ""
             rows.append(f"| VmHWM after {label} | {mib(span['hwm_kib'])}{child} | |")

@@ -52,29 +52,39 @@ def tracked(texts: Iterable[str], total_chars: int, report: Reporter, stage: str
 class PeakMemory:
     """Samples the resident memory of this process and the children it starts meanwhile (a
     training child) in a thread; `peak` is the highest seen. Children already running when it
-    starts (the evaluation's encode processes, kept between jobs) are not counted."""
+    starts (the evaluation's encode processes, kept between jobs) are not counted. Finding the
+    children reads every process of the machine, so it is done once a second; their memory,
+    like this process's, is read every `every` seconds."""
 
-    def __init__(self, every: float = 0.1) -> None:
+    def __init__(self, every: float = 0.1, look_for_children_every: float = 1.0) -> None:
         self.every = every
+        self.look_every = max(1, round(look_for_children_every / every))
         self.peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="peak-memory")
         self._process = psutil.Process()
         self._before: set[int] = set()
+        self._children: list[psutil.Process] = []
+
+    def _look_for_children(self) -> None:
+        self._children = [child for child in self._process.children(recursive=True) if child.pid not in self._before]
 
     def _sample(self) -> None:
         total = self._process.memory_info().rss
-        for child in self._process.children(recursive=True):
-            if child.pid not in self._before:
-                try:
-                    total += child.memory_info().rss
-                except psutil.Error:
-                    pass  # it ended meanwhile
+        for child in self._children:
+            try:
+                total += child.memory_info().rss
+            except psutil.Error:
+                pass  # it ended meanwhile
         self.peak = max(self.peak, total)
 
     def _run(self) -> None:
+        samples = 0
         while not self._stop.is_set():
+            if samples % self.look_every == 0:
+                self._look_for_children()
             self._sample()
+            samples += 1
             self._stop.wait(self.every)
 
     def __enter__(self) -> "PeakMemory":
@@ -85,4 +95,5 @@ class PeakMemory:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        self._look_for_children()
         self._sample()

@@ -4,12 +4,12 @@ or failed with a reason a person can act on, and leaves no orphan object and no 
 import time
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from tests.faults.conftest import elapsed, record, unique
 from tests.services import CORPORA
 from tests.waiting import UNFINISHED, until
-from tokenmill.models import Corpus, TokenizerVersion
+from tokenmill.models import Corpus, CountPart, TokenizerVersion
 
 BIBLE = CORPORA / "bible" / "eng_Latn.txt"
 SMALL_SPEC = {"vocab_size": 8000}
@@ -77,6 +77,26 @@ def test_worker_killed_mid_training_is_retried_and_succeeds(fault_stack, faults_
     record("worker child kill -9 mid-training", f"{job['status']} after {job['attempts']} attempts", elapsed(started))
     assert job["status"] == "succeeded" and job["attempts"] == 2, job
     no_orphans(sessionmaker, store, team_id)
+
+
+def test_workers_killed_while_counting_parts_retry_the_job_and_leave_no_part(fault_stack, faults_http, sessionmaker,
+                                                                           store, team_id, tmp_path):
+    corpus = tmp_path / "manpages.txt"  # 26 MB: 13 parts of 2 MiB, counted by both worker processes
+    corpus.write_bytes(b"".join((CORPORA / "manpages" / f"{name}.txt").read_bytes()
+                                for name in ("deu_Latn", "fra_Latn", "rus_Cyrl", "eng_Latn")))
+    corpus_id = upload(faults_http, corpus, "manpages")
+    job_id = submit(faults_http, corpus_id, {"library": "rustbpe", "vocab_size": 4000, "counting": "distributed"})
+    wait_for_stage(faults_http, f"/v1/jobs/{job_id}",
+                   lambda job: job["status"] not in UNFINISHED or job["stage"] == "counting")
+    started = time.monotonic()
+    assert fault_stack.kill_worker_children() >= 1  # the coordinator and its helper, mid-part
+    job = ended(faults_http, f"/v1/jobs/{job_id}")
+    record("worker children kill -9 while counting parts (distributed counting)",
+           f"{job['status']} after {job['attempts']} attempts", elapsed(started))
+    assert job["status"] == "succeeded" and job["attempts"] == 2, job
+    no_orphans(sessionmaker, store, team_id)  # the spilled counts are gone with the parts
+    with sessionmaker() as session:
+        assert session.scalar(select(func.count()).select_from(CountPart).where(CountPart.job_id == job_id)) == 0
 
 
 def test_worker_killed_mid_evaluation_is_retried_and_succeeds(fault_stack, faults_http, sessionmaker, store, team_id):

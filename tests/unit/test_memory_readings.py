@@ -27,7 +27,7 @@ def _end(child: subprocess.Popen) -> None:
 
 def test_peak_memory_counts_a_child_started_while_it_samples():
     own = psutil.Process().memory_info().rss
-    with PeakMemory(every=0.05) as memory:
+    with PeakMemory(every=0.05, look_for_children_every=0.1) as memory:
         child = _child()
         time.sleep(0.3)
         _end(child)
@@ -37,7 +37,7 @@ def test_peak_memory_counts_a_child_started_while_it_samples():
 def test_peak_memory_leaves_out_children_that_were_already_running():
     child = _child()  # like the evaluation's encode processes, kept between jobs
     try:
-        with PeakMemory(every=0.05) as memory:
+        with PeakMemory(every=0.05, look_for_children_every=0.1) as memory:
             time.sleep(0.3)
     finally:
         _end(child)

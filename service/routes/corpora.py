@@ -1,6 +1,5 @@
 """/v1/corpora: streamed upload, list, read, delete."""
 
-import logging
 import uuid
 
 from fastapi import APIRouter, Request
@@ -11,23 +10,14 @@ from starlette.concurrency import run_in_threadpool
 from service.deps import PageDep, QueueDep, SessionDep, SessionmakerDep, SettingsDep, StoreDep, TeamDep
 from service.schemas import CorpusOut, Listing
 from service.uploads import MultipartUpload, run_upload
+from tokenmill import corpus_rows
 from tokenmill.corpora import FORMATS
-from tokenmill.errors import NotFound
 from tokenmill.ingest import NAMED_FIELDS, CorpusFields, ingest_corpus
 from tokenmill.models import Corpus
 from tokenmill.pagination import paginate
 from tokenmill.store import ObjectStore, read_into
 
-log = logging.getLogger(__name__)
-
 router = APIRouter(prefix="/v1/corpora", tags=["corpora"])
-
-
-def get_corpus(session, team, corpus_id: uuid.UUID) -> Corpus:
-    corpus = session.get(Corpus, corpus_id)
-    if corpus is None or corpus.team_id != team.id:
-        raise NotFound(f"no corpus {corpus_id}")
-    return corpus
 
 
 # The body is read by the route itself (service/uploads.py), so the form is described here.
@@ -88,24 +78,10 @@ def list_corpora(session: SessionDep, team: TeamDep, page: PageDep, domain: str 
 
 @router.get("/{corpus_id}", response_model=CorpusOut)
 def read_corpus(session: SessionDep, team: TeamDep, corpus_id: uuid.UUID):
-    return get_corpus(session, team, corpus_id)
+    return corpus_rows.get_corpus(session, team, corpus_id)
 
 
 @router.delete("/{corpus_id}", status_code=204)
 def delete_corpus(session: SessionDep, store: StoreDep, team: TeamDep, corpus_id: uuid.UUID):
-    corpus = get_corpus(session, team, corpus_id)
-    key = corpus.storage_key
-    session.delete(corpus)
-    session.commit()
-    _delete_object(store, key)
+    corpus_rows.delete_corpus(session, store, team, corpus_id)
     return Response(status_code=204)
-
-
-def _delete_object(store: ObjectStore, key: str) -> None:
-    # The row is gone and committed: whatever the store answers, the corpus is deleted. An
-    # object left behind is an orphan, which the sweeper's reconciliation pass removes.
-    try:
-        store.delete_prefix(key)
-    except Exception as exc:  # any store failure: log it, the answer stays 204
-        log.warning("corpus object %s left in the store (reconciliation removes it): %s: %s",
-                    key, type(exc).__name__, exc)

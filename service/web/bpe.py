@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from service.deps import SessionDep, StoreDep
-from service.routes.bpe import BpeStepsIn, compute
+from tokenmill.bpe_runs import BpeStepsIn, compute
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import FONT, MARK, PALETTE, linear_domain, tick_label
 from service.web.render import WebRoute, render, templates

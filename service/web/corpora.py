@@ -25,11 +25,11 @@ from starlette.datastructures import FormData, UploadFile
 from service.deps import QueueDep, SessionDep, SessionmakerDep, StoreDep
 from service.inputs import MAX_PAGE
 from service.problems import domain_problem
-from service.routes.corpora import delete_corpus, get_corpus
 from service.web.auth import FormDep, WebSessionDep
 from service.web.charts import Axis, Series, line_chart
 from service.web.render import WebRoute, render, see_other, wants_json
 from tokenmill.corpora import FORMATS
+from tokenmill.corpus_rows import delete_corpus, get_corpus
 from tokenmill.errors import InvalidInput, TokenmillError
 from tokenmill.ingest import CorpusFields, ingest_corpus
 from tokenmill.models import Corpus
@@ -61,9 +61,8 @@ def corpora_page(request: Request, session: SessionDep, web: WebSessionDep,
 
 @router.post("/corpora/{corpus_id}/delete")
 def delete(web: WebSessionDep, form: FormDep, session: SessionDep, store: StoreDep, corpus_id: uuid.UUID):
-    """Delete a corpus as DELETE /v1/corpora/{id} does (that handler commits), then list the rest."""
-    name = get_corpus(session, web.team, corpus_id).name
-    delete_corpus(session, store, web.team, corpus_id)
+    """Delete a corpus as DELETE /v1/corpora/{id} does (committed), then list the rest."""
+    name = delete_corpus(session, store, web.team, corpus_id).name
     return see_other(f"/corpora?deleted={quote(name, safe='')}")
 
 

@@ -1,6 +1,6 @@
 """The version page (spec, lineage, files, metrics, cost report, vocabulary curve, diff) and its playground.
 
-Downloads delegate to the API's own handlers with the signed-in team, and the playground
+Downloads answer as the API's do (service/downloads.py), with the signed-in team, and the playground
 endpoints call `encode_with_version` / `encode_with_reference`, as POST .../encode does (a
 version's encode runs in tokenmill.sandbox, bounded: one cut short shows its reason in the
 playground, with the page's status 422, or 503 and Retry-After when every process is busy). The
@@ -23,7 +23,7 @@ from markupsafe import Markup, escape
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from service.deps import SessionDep, StoreDep
-from service.routes import tokenizers as api
+from service.downloads import bundle_response, file_response
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import Axis, Series, empty_chart, line_chart
 from service.web.render import WebRoute, render, templates
@@ -204,12 +204,12 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
 
 @router.get("/tokenizers/{name}/versions/{version}/files/{filename}")
 def download_file(session: SessionDep, store: StoreDep, web: WebSessionDep, name: str, version: str, filename: str):
-    return api.download_file(session, store, web.team, name, version, filename)
+    return file_response(store, get_version(session, web.team, name, version), filename)
 
 
 @router.get("/tokenizers/{name}/versions/{version}/bundle.tar.gz")
 def download_bundle(session: SessionDep, store: StoreDep, web: WebSessionDep, name: str, version: str):
-    return api.download_bundle(session, store, web.team, name, version)
+    return bundle_response(store, get_version(session, web.team, name, version))
 
 
 class PlaygroundIn(BaseModel):

@@ -27,3 +27,17 @@ def test_the_training_pipeline_imports_the_evaluation_engine_only_to_evaluate():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_the_dashboard_imports_no_api_route():
+    # service/web and service/routes are two faces of the same core: what both need lives in
+    # tokenmill/ (queries, runs) or in service/ beside them (downloads, schemas), never in a route.
+    import ast
+
+    offenders = []
+    for path in sorted((REPO / "service" / "web").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            offenders += [f"{path.name}: {name}" for name in names if name.startswith("service.routes")]
+    assert offenders == []

@@ -36,7 +36,10 @@ NUMBERS_BY_HAND = {
 
 def metrics(tokens, words, characters, continued, counts=None) -> dict:
     out = {"tokens": tokens, "words": words, "characters": characters, "bytes": characters,
-           "fertility": tokens / words, "chars_per_token": characters / tokens, "continued_word_rate": continued}
+           "fertility": tokens / words, "chars_per_token": characters / tokens, "continued_word_rate": continued,
+           # What the version page's metrics table shows besides (not read by the report).
+           "bytes_per_token": characters / tokens, "unk_rate": 0.0, "byte_fallback_rate": 0.0, "roundtrip_rate": 1.0,
+           "vocab_utilization": 0.5, "shannon_efficiency": 0.5, "renyi_efficiency": 0.5}
     if counts is not None:
         out["token_counts"] = pack_counts(counts)
     return out
@@ -204,3 +207,21 @@ def test_evaluations_keep_their_counts_where_the_api_shows_them(client, priced, 
     with sessionmaker() as session:
         rows = session.scalars(select(Evaluation).where(Evaluation.version_id == priced["row"].id)).all()
     assert max(len(r.metrics["token_counts"]) for r in rows) < 1000  # a 400-token vocabulary packs small
+
+
+def test_the_version_page_shows_the_per_language_tables_of_the_report(app_client, priced, report):
+    from tests.api.dashboard import sign_in
+
+    sign_in(app_client, priced["key"])
+    try:
+        html = app_client.get(f"/tokenizers/{NAME}/versions/1").text
+    finally:
+        app_client.cookies.clear()
+    for table_id, rows, shown in (("cost-cpt", report["language_tax"]["chars_per_token"], lambda v: f"{v:.2f}"),
+                                  ("cost-continued", report["letters_hidden"]["continued_word_rate"],
+                                   lambda v: f"{100 * v:.1f}")):
+        table = html.split(f'id="{table_id}"')[1].split("</table>")[0]
+        for row in rows:
+            cells = table.split(f'<th scope="row">{row["language"]}</th>')[1].split("</tr>")[0]
+            for subject, value in row["values"].items():
+                assert f'data-subject="{subject}">{shown(value)}' in cells, (table_id, row["language"], subject)

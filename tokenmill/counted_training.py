@@ -37,7 +37,7 @@ from tokenizers import Tokenizer
 from tokenmill import piece_counts
 from tokenmill.db import transaction, utcnow
 from tokenmill.errors import InvalidCorpus
-from tokenmill.lifecycle import TRANSIENT, JobCancelled, WorkLimits
+from tokenmill.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail
 from tokenmill.models import CountPart, Corpus, Status, TrainingJob
 from tokenmill.spec import BYTE_ALPHABET, TrainingSpec
 from tokenmill.store import ObjectStore
@@ -140,6 +140,17 @@ def _count_all(spec: TrainingSpec, store: ObjectStore, counting: Counting, total
         if len(done) == total:
             return done
         time.sleep(0.5)
+
+
+def help_counting(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, attempt: int, prefix: str,
+                  limits: WorkLimits, max_line_bytes: int | None = None) -> int:
+    """A helper task's work: `count_claimed_parts` under the job's memory limit. Past it, the job
+    fails with the reason and this process exits, as the coordinator's would (a part's counts
+    that do not fit one worker would not fit the coordinator either)."""
+    guard = Heartbeat(factory, lambda session: True, limits,
+                      lambda message: fail(factory, TrainingJob, job_id, message, attempt))
+    with guard:
+        return count_claimed_parts(factory, store, job_id, attempt, prefix, limits, max_line_bytes=max_line_bytes)
 
 
 def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, attempt: int, prefix: str,

@@ -9,7 +9,7 @@ from celery.signals import worker_init, worker_process_init
 
 from workers.app import app
 from tokenmill.corpus_stats import record_statistics
-from tokenmill.counted_training import count_claimed_parts
+from tokenmill.counted_training import help_counting
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.evaluation_pipeline import abandon_run, run_evaluation
 from tokenmill.lifecycle import TIME_LIMIT, TRANSIENT, TransientError, WorkLimits
@@ -90,8 +90,8 @@ def count_parts(job_id: str, attempt: int, prefix: str) -> int:
     # Helps a distributed-counting job; its coordinator re-claims whatever a dead helper left.
     factory, store = resources()
     settings = get_settings()
-    return count_claimed_parts(factory, store, uuid.UUID(job_id), attempt, prefix, WorkLimits.of(settings),
-                               max_line_bytes=settings.max_line_bytes)
+    return help_counting(factory, store, uuid.UUID(job_id), attempt, prefix, WorkLimits.of(settings),
+                         settings.max_line_bytes)
 
 
 @app.task(name="tokenmill.evaluate", base=LimitedTask, bind=True, ignore_result=True, max_retries=3)

@@ -2,17 +2,21 @@
 workers give the files one worker gives, and a rustbpe job the files of its streamed run."""
 
 import random
+import subprocess
+import sys
 import threading
 import uuid
 
 import pytest
 from sqlalchemy import func, select
 
-from tokenmill.counted_training import count_claimed_parts
+from tests.stack import process_env
+from tokenmill import piece_counts
+from tokenmill.counted_training import Counting, _plan, count_claimed_parts
 from tokenmill.db import transaction
 from tokenmill.ingest import CorpusFields, ingest_corpus
 from tokenmill.jobs import submit_job
-from tokenmill.lifecycle import WorkLimits
+from tokenmill.lifecycle import WorkLimits, claim
 from tokenmill.models import CountPart, TokenizerVersion, TrainingJob
 from tokenmill.pipeline import Helpers, job_prefix, run_training_job
 from tokenmill.teams import create_team
@@ -113,3 +117,37 @@ def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team
     assert run_training_job(sessionmaker, store, job_id, limits, Helpers(dispatch=dispatch, count=1, part_bytes=8192)) \
         == "succeeded"
     assert _files(sessionmaker, store, job_id) == expected
+
+
+HELP_ONCE = """
+import sys, uuid
+from tokenmill.counted_training import help_counting
+from tokenmill.db import make_engine, make_sessionmaker
+from tokenmill.lifecycle import WorkLimits, claim
+from tokenmill.settings import get_settings
+from tokenmill.store import open_store
+settings = get_settings()
+factory = make_sessionmaker(make_engine(settings.database_url))
+store = open_store(settings.storage_url, settings.s3_endpoint_url)
+print(help_counting(factory, store, uuid.UUID(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
+                    WorkLimits(max_memory=int(sys.argv[4]))))
+"""
+
+
+def test_a_helper_past_the_memory_cap_fails_the_job_and_exits(settings, sessionmaker, store, team_and_corpora):
+
+
+    team, corpora = team_and_corpora
+    job_id = _job(sessionmaker, team, corpora, {**RUSTBPE, "counting": "distributed"})
+    claim(sessionmaker, TrainingJob, job_id, WorkLimits())  # the coordinator has the job (attempt 1)
+    with sessionmaker() as session:
+        job = session.get_one(TrainingJob, job_id)
+    counting = Counting(sessionmaker, job_id, job.attempts, job_prefix(job), WorkLimits(), 4096)
+    _plan(counting, piece_counts.plan(corpora, 4096))
+    # 1 MiB: less than the interpreter itself, so the guard's first check stops the helper.
+    done = subprocess.run([sys.executable, "-c", HELP_ONCE, str(job_id), str(job.attempts), job_prefix(job),
+                           str(2**20)], env=process_env(settings, 0), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 70, done.stdout + done.stderr[-2000:]
+    with sessionmaker() as session:
+        row = session.get_one(TrainingJob, job_id)
+    assert row.status == "failed" and "of memory" in row.error, row.error

@@ -21,6 +21,10 @@ REDIS_URL = os.environ.get("TOKENMILL_TEST_REDIS", "redis://127.0.0.1:6379/0")
 # The first of the Redis databases a run's workers consume (two in a row): parallel runs pick apart ones.
 REDIS_DB_BASE = int(os.environ.get("TOKENMILL_TEST_REDIS_DB", "7"))
 REPO = Path(__file__).resolve().parent.parent
+# Small excerpts of the shared corpora, shipped with the tests (tests/corpora/README.md): what a
+# fresh clone alone needs. The shared corpora beside the checkout hold the larger texts the
+# memory, fault and throughput tests read whole.
+FIXTURES = REPO / "tests" / "corpora"
 CORPORA = REPO.parent / "shared" / "corpora"
 # The API refuses to serve PostgreSQL with the public development secret.
 SECRET_KEY = f"test-secret-{uuid.uuid4().hex}"

@@ -1,8 +1,8 @@
 """Real text for tests: lines of the FLORES-200 parallel corpus in several scripts."""
 
-from tests.services import CORPORA
+from tests.services import FIXTURES
 
-FLORES = CORPORA / "parallel_flores200_dev"
+FLORES = FIXTURES / "parallel_flores200_dev"
 MIXED_LANGUAGES = ("eng_Latn", "spa_Latn", "zho_Hans", "arb_Arab", "rus_Cyrl")
 
 

@@ -7,7 +7,7 @@ import json
 
 import zstandard
 
-from tests.services import CORPORA
+from tests.services import FIXTURES
 
 PROBLEM = "application/problem+json"
 
@@ -18,7 +18,7 @@ def upload(api, data: bytes, **fields):
 
 
 def test_upload_counts_and_hashes_a_real_corpus(api, store):
-    data = b"".join((CORPORA / "fortunes" / "deu_Latn.txt").open("rb").readlines()[:300])
+    data = b"".join((FIXTURES / "fortunes" / "deu_Latn.txt").open("rb").readlines()[:300])
     response = upload(api, data, name="fortunes-de", domain="fortunes", language="deu_Latn")
     assert response.status_code == 201, response.text
     corpus = response.json()

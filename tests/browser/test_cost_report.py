@@ -8,10 +8,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import PHONE, screenshot
-from tests.services import CORPORA
+from tests.services import FIXTURES
 from tests.waiting import finished
 
-FLORES = CORPORA / "parallel_flores200_dev"
+FLORES = FIXTURES / "parallel_flores200_dev"
 LINES = 250
 
 

@@ -8,12 +8,12 @@ from playwright.sync_api import Page
 from sqlalchemy import update
 
 from tests.browser.conftest import PHONE, screenshot
-from tests.services import CORPORA
+from tests.services import FIXTURES
 from tokenmill.db import transaction
 from tokenmill.models import TrainingJob
 from tokenmill.teams import team_by_name
 
-FLORES = CORPORA / "parallel_flores200_dev"
+FLORES = FIXTURES / "parallel_flores200_dev"
 LINES = 300
 JOB_TIMEOUT = 180_000  # ms
 

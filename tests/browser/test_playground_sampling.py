@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import screenshot, sign_in
-from tests.services import CORPORA
+from tests.services import FIXTURES
 from tests.waiting import finished
 
 LINES = 150
@@ -21,7 +21,7 @@ def version(stack, team):
     """(name, number) of a byte-level BPE version trained with sampling defaults."""
     import httpx
 
-    with (CORPORA / "parallel_flores200_dev" / "eng_Latn.txt").open("rb") as handle:
+    with (FIXTURES / "parallel_flores200_dev" / "eng_Latn.txt").open("rb") as handle:
         data = b"".join(next(handle) for _ in range(LINES))
     with httpx.Client(base_url=stack, headers={"Authorization": f"Bearer {team.key}"}, timeout=120) as api:
         corpus = api.post("/v1/corpora", data={"name": f"sampling-{uuid.uuid4().hex[:6]}", "domain": "news",

@@ -7,7 +7,7 @@ import sys
 
 from tokenizers import Tokenizer
 
-from tests.services import CORPORA
+from tests.services import FIXTURES
 from tests.stack import unique
 
 
@@ -19,7 +19,7 @@ def test_upload_train_wait_download(stack, team_key, tmp_path):
     _, key = team_key
     env = {**os.environ, "TOKENMILL_API_URL": stack, "TOKENMILL_API_KEY": key}
     source = tmp_path / "es.txt"
-    source.write_bytes(b"".join((CORPORA / "book_quijote" / "spa_Latn.txt").open("rb").readlines()[:400]))
+    source.write_bytes(b"".join((FIXTURES / "book_quijote" / "spa_Latn.txt").open("rb").readlines()[:400]))
 
     uploaded = tokenmill("corpus", "upload", str(source), "--domain", "books", "--language", "spa_Latn", env=env)
     assert uploaded.returncode == 0, uploaded.stderr

@@ -11,14 +11,14 @@ from tests.combinations import COMBINATIONS, LANGUAGES, TORTURE
 from tests.stack import unique
 from tests.e2e.test_walking_skeleton import wait_for_job
 from tests.loaders import decoders, encoders
-from tests.services import CORPORA
+from tests.services import FIXTURES
 
 
 @pytest.fixture(scope="module")
 def corpus(stack, sessionmaker):
     """A multilingual corpus (FLORES, 300 lines in each of seven scripts), owned by one team."""
     _, key = make_team(sessionmaker)
-    data = b"".join(b"".join((CORPORA / "parallel_flores200_dev" / f"{lang}.txt").open("rb").readlines()[:300])
+    data = b"".join(b"".join((FIXTURES / "parallel_flores200_dev" / f"{lang}.txt").open("rb").readlines()[:300])
                     for lang in LANGUAGES)
     client = httpx.Client(base_url=stack, headers={"Authorization": f"Bearer {key}"}, timeout=120)
     corpus = client.post("/v1/corpora", data={"name": "flores7", "domain": "news", "language": "mul"},

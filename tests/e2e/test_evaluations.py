@@ -6,7 +6,7 @@ from tokenizers import Tokenizer
 
 from tests.stack import unique
 from tests.e2e.test_walking_skeleton import wait_for_job
-from tests.services import CORPORA
+from tests.services import CORPORA, FIXTURES
 from tests.waiting import finished
 from tokenmill.references import load_reference
 
@@ -22,7 +22,7 @@ def wait_for_run(http, run_id, timeout=120):
 
 
 def test_evaluations_dashboard_and_playground(http, tmp_path):
-    flores = CORPORA / "parallel_flores200_dev"
+    flores = FIXTURES / "parallel_flores200_dev"
     group = unique("flores")
     en = upload_head(http, flores / "eng_Latn.txt", 200, name="en", domain="news", language="eng_Latn", parallel_group=group)
     de = upload_head(http, flores / "deu_Latn.txt", 200, name="de", domain="news", language="deu_Latn", parallel_group=group)

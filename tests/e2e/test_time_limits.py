@@ -9,7 +9,7 @@ import redis
 from sqlalchemy import select
 
 from service.queue import Queue
-from tests.services import CORPORA, REDIS_DB_BASE
+from tests.services import FIXTURES, REDIS_DB_BASE
 from tests.stack import process_env
 from tests.waiting import UNFINISHED, until
 from tokenmill.db import transaction
@@ -38,7 +38,7 @@ def impatient_worker(settings, tmp_path):
 
 
 def test_slow_training_is_failed_with_the_time_limit(sessionmaker, store, impatient_worker):
-    text = b"".join(b"".join((CORPORA / "parallel_flores200_dev" / f"{lang}.txt").open("rb").readlines()[:500])
+    text = b"".join(b"".join((FIXTURES / "parallel_flores200_dev" / f"{lang}.txt").open("rb").readlines()[:500])
                     for lang in ("eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva", "rus_Cyrl", "spa_Latn"))
     with transaction(sessionmaker) as session:
         team, _ = create_team(session, f"slow-{uuid.uuid4().hex[:8]}")

@@ -8,7 +8,7 @@ from transformers import AutoTokenizer
 
 from tests.combinations import TORTURE
 from tests.stack import unique
-from tests.services import CORPORA
+from tests.services import FIXTURES
 from tests.waiting import finished
 
 LANGUAGES = ["eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva", "rus_Cyrl", "jpn_Jpan", "spa_Latn"]
@@ -17,7 +17,7 @@ LANGUAGES = ["eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva", "rus_Cyrl", "jpn_Jp
 def multilingual_corpus(lines_per_language: int = 400) -> bytes:
     parts = []
     for language in LANGUAGES:
-        with (CORPORA / "parallel_flores200_dev" / f"{language}.txt").open("rb") as handle:
+        with (FIXTURES / "parallel_flores200_dev" / f"{language}.txt").open("rb") as handle:
             parts += [next(handle) for _ in range(lines_per_language)]
     return b"".join(parts)
 

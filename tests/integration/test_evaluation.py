@@ -5,7 +5,7 @@ import uuid
 import pytest
 from sqlalchemy import select
 
-from tests.services import CORPORA
+from tests.services import FIXTURES
 from tokenmill.db import transaction
 from tokenmill.ingest import CorpusFields, ingest_corpus
 from tokenmill.jobs import submit_job
@@ -30,13 +30,13 @@ def trained(sessionmaker, store):
     """A team with parallel English/Spanish/Chinese news and a code corpus, and one trained version."""
     with transaction(sessionmaker) as session:
         team, _ = create_team(session, f"eval-{uuid.uuid4().hex[:8]}")
-    flores = CORPORA / "parallel_flores200_dev"
+    flores = FIXTURES / "parallel_flores200_dev"
     corpora = [
         ingest_corpus(sessionmaker, store, team, CorpusFields(f"flores-{lang}", "news", lang, parallel_group="flores"),
                       [head(flores / f"{lang}.txt", 300)], **LIMITS)
         for lang in ("eng_Latn", "spa_Latn", "zho_Hans")
     ] + [ingest_corpus(sessionmaker, store, team, CorpusFields("python", "code", "python"),
-                       [head(CORPORA / "code" / "python.txt", 500)], **LIMITS)]
+                       [head(FIXTURES / "code" / "python.txt", 500)], **LIMITS)]
     with transaction(sessionmaker) as session:
         job, _ = submit_job(session, team, "news-bpe", {"vocab_size": 2000}, [str(c.id) for c in corpora[:3]], None)
     assert run_training_job(sessionmaker, store, job.id) == "succeeded"
@@ -103,7 +103,7 @@ def test_no_premium_when_a_parallel_corpus_is_not_line_aligned(sessionmaker, sto
     from tokenmill.evaluation_runs import submit_run
 
     short = ingest_corpus(sessionmaker, store, team, CorpusFields("flores-fra-short", "news", "fra_Latn", parallel_group="flores"),
-                          [head(CORPORA / "parallel_flores200_dev" / "fra_Latn.txt", 150)], **LIMITS)
+                          [head(FIXTURES / "parallel_flores200_dev" / "fra_Latn.txt", 150)], **LIMITS)
     with transaction(sessionmaker) as session:
         from tokenmill.models import Team
 

@@ -6,7 +6,7 @@ import uuid
 from sqlalchemy import select
 
 import tokenmill.evaluation as evaluation
-from tests.services import CORPORA
+from tests.services import FIXTURES
 from tokenmill.db import transaction
 from tokenmill.evaluation_pipeline import run_evaluation
 from tokenmill.evaluation_runs import submit_run
@@ -32,11 +32,11 @@ def test_the_curve_is_measured_once_per_version(sessionmaker, store, monkeypatch
                         or measured(files, manifest, sample))
     with transaction(sessionmaker) as session:
         team, _ = create_team(session, f"curve-{uuid.uuid4().hex[:8]}")
-    flores = CORPORA / "parallel_flores200_dev"
+    flores = FIXTURES / "parallel_flores200_dev"
     corpora = [ingest_corpus(sessionmaker, store, team, CorpusFields(f"flores-{lang}", "news", lang),
                              [head(flores / f"{lang}.txt", 300)], **LIMITS) for lang in ("eng_Latn", "zho_Hans")]
     corpora.append(ingest_corpus(sessionmaker, store, team, CorpusFields("python", "code", "python"),
-                                 [head(CORPORA / "code" / "python.txt", 500)], **LIMITS))
+                                 [head(FIXTURES / "code" / "python.txt", 500)], **LIMITS))
     with transaction(sessionmaker) as session:
         job, _ = submit_job(session, team, "curve-bpe", {"vocab_size": 2000}, [str(c.id) for c in corpora[:2]],
                             [str(c.id) for c in corpora])

@@ -18,10 +18,10 @@ from tokenmill.trainer import TrainedFiles
 from tokenmill import training
 from tokenmill.export import artifact_files
 from tokenmill.sentencepiece_training import train_sentencepiece
-from tests.services import CORPORA
+from tests.services import FIXTURES
 lines = []
 for lang in ("eng_Latn", "deu_Latn", "zho_Hans", "arb_Arab"):
-    lines += (CORPORA / "parallel_flores200_dev" / f"{lang}.txt").read_text().splitlines()[:200]
+    lines += (FIXTURES / "parallel_flores200_dev" / f"{lang}.txt").read_text().splitlines()[:200]
 spec = resolve_spec(json.loads(sys.argv[1]))
 if spec.library == "sentencepiece":
     data = train_sentencepiece(spec, lines).model

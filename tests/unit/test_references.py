@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import sys
-from pathlib import Path
 
 import pytest
 import regex
 import tiktoken_ext.openai_public as openai_public
 from tokenizers import Regex, pre_tokenizers
 
+from tests.services import FIXTURES
 from tokenmill import references
 from tokenmill.references import (
     PATTERNS,
@@ -21,7 +21,7 @@ from tokenmill.references import (
     reference_sha256,
 )
 
-CORPORA = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpora"
+
 
 # Contractions in both cases, digit runs, CJK, emoji with modifiers and ZWJ, odd spaces,
 # trailing whitespace, CRLF, punctuation runs, and case-folding traps for (?i:…)
@@ -119,7 +119,7 @@ def test_reference_sha256_is_the_pinned_hash():
 def _texts() -> list[str]:
     texts = [VARIED_TEXT]
     for relative in SAMPLES:
-        with (CORPORA / relative).open(encoding="utf-8") as handle:
+        with (FIXTURES / relative).open(encoding="utf-8") as handle:
             texts.append("".join(itertools.islice(handle, 300)))
     return texts
 

@@ -12,7 +12,7 @@ import regex
 
 from tests.combinations import TORTURE
 from tests.loaders import encoders
-from tests.services import CORPORA
+from tests.services import FIXTURES
 from tests.text import flores_lines
 from tokenmill import training
 from tokenmill.errors import InvalidCorpus
@@ -37,16 +37,16 @@ def head(path: Path, count: int, skip: int = 0) -> list[str]:
 
 @pytest.fixture(scope="module")
 def training_lines() -> list[str]:
-    texts = head(CORPORA / "manpages" / "eng_Latn.txt", 3000) + head(CORPORA / "code" / "python.txt", 1500)
-    texts += head(CORPORA / "fortunes" / "rus_Cyrl.txt", 300)
+    texts = head(FIXTURES / "manpages" / "eng_Latn.txt", 3000) + head(FIXTURES / "code" / "python.txt", 1500)
+    texts += head(FIXTURES / "fortunes" / "rus_Cyrl.txt", 300)
     return texts + flores_lines(150, 0, LANGUAGES)
 
 
 @pytest.fixture(scope="module")
 def held_out_lines() -> list[str]:
     # Text the tokenizers never saw: other FLORES sentences in every script, code, and the torture lines.
-    texts = flores_lines(30, 600, LANGUAGES) + head(CORPORA / "code" / "python.txt", 200, skip=20000)
-    texts += head(CORPORA / "manpages" / "eng_Latn.txt", 100, skip=40000)
+    texts = flores_lines(30, 600, LANGUAGES) + head(FIXTURES / "code" / "python.txt", 200, skip=2000)
+    texts += head(FIXTURES / "manpages" / "eng_Latn.txt", 100, skip=3000)
     return texts + TORTURE + ["Emoji: 😀👍🏽 🇪🇸 — ok?", "def f(x):\n\tif x  >= 10_000:\n\t\treturn {'a': [1]}  \n\n"]
 
 
@@ -175,13 +175,13 @@ def test_normalization_and_lowercase_are_applied_before_training(training_lines,
 
 TRAIN = """
 import hashlib, sys
-from tests.services import CORPORA
+from tests.services import FIXTURES
 from tokenmill.rustbpe_training import train_rustbpe
 from tokenmill.spec import resolve_spec
 from tokenmill.trainer import version_contents
 lines = []
 for lang in ("eng_Latn", "deu_Latn", "zho_Hans", "arb_Arab"):
-    lines += (CORPORA / "parallel_flores200_dev" / f"{lang}.txt").read_text().splitlines()[:300]
+    lines += (FIXTURES / "parallel_flores200_dev" / f"{lang}.txt").read_text().splitlines()[:300]
 spec = resolve_spec({"vocab_size": 3000, "special_tokens": ["<|endoftext|>", "<|pad|>"]})
 files = version_contents(spec, train_rustbpe(spec, iter(lines)), {}, {})
 print(hashlib.sha256(b"".join(name.encode() + files[name] for name in sorted(files))).hexdigest())

@@ -17,13 +17,13 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerFast
 
+from tests.services import FIXTURES
 from tokenmill.errors import InvalidInput
 from tokenmill.sampling import reservoir_sample as sample
 from tokenmill.sentencepiece_training import train_sentencepiece, trainer_options, vocab_file
 from tokenmill.spec import TrainingSpec, resolve_spec
 
-CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
-FLORES = CORPORA / "parallel_flores200_dev"
+FLORES = FIXTURES / "parallel_flores200_dev"
 TRAIN_LANGUAGES = ("eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva")
 # Scripts the models never see: most of their characters are outside the vocabulary.
 UNSEEN_LANGUAGES = ("jpn_Jpan", "kor_Hang", "rus_Cyrl", "tha_Thai", "amh_Ethi")

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from tests.services import FIXTURES
 from tokenmill.references import PATTERNS
 from tokenmill.tiktoken_format import encoding, parse_rank_file, rank_file, tiktoken_ranks
 
-CORPORA = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpora"
-FLORES = CORPORA / "parallel_flores200_dev"
+FLORES = FIXTURES / "parallel_flores200_dev"
 LANGUAGES = ("eng_Latn", "spa_Latn", "deu_Latn", "rus_Cyrl", "ell_Grek", "arb_Arab", "heb_Hebr", "hin_Deva",
              "tam_Taml", "tha_Thai", "zho_Hans", "jpn_Jpan", "kor_Hang", "amh_Ethi", "vie_Latn", "yor_Latn")
 SPECIALS = ["<|endoftext|>", "<|pad|>", "<|user|>"]
@@ -44,7 +44,7 @@ def train(texts: list[str], vocab_size: int, pattern: str) -> Tokenizer:
 
 @pytest.fixture(scope="module")
 def training_lines() -> list[str]:
-    texts = lines(CORPORA / "fortunes" / "eng_Latn.txt", 1500) + lines(CORPORA / "code" / "python.txt", 500)
+    texts = lines(FIXTURES / "fortunes" / "eng_Latn.txt", 1500) + lines(FIXTURES / "code" / "python.txt", 500)
     for language in LANGUAGES:
         texts += lines(FLORES / f"{language}.txt", 150)
     return texts
@@ -54,8 +54,8 @@ def training_lines() -> list[str]:
 def held_out_lines() -> list[str]:
     # Lines the tokenizers never saw: other FLORES sentences, code, and hand-made edge cases.
     texts = [line for language in LANGUAGES for line in lines(FLORES / f"{language}.txt", 40, skip=600)]
-    texts += lines(CORPORA / "code" / "python.txt", 300, skip=20000)
-    texts += lines(CORPORA / "fortunes" / "zho_Hans.txt", 100, skip=1000)
+    texts += lines(FIXTURES / "code" / "python.txt", 300, skip=2000)
+    texts += lines(FIXTURES / "fortunes" / "zho_Hans.txt", 100, skip=1000)
     texts += [
         "Emoji: 😀👍🏽 🇪🇸 👨‍👩‍👧 — ok?",
         "def f(x):\n\tif x  >= 10_000:\n\t\treturn {'a': [1, 2]}  \n\n",

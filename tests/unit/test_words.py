@@ -139,10 +139,10 @@ def test_compiled_scan_equals_the_regex_scan_on_random_text():
 
 
 def test_compiled_scan_equals_the_regex_scan_on_real_text():
-    from tests.services import CORPORA
+    from tests.services import FIXTURES
     from tokenmill.words import _WORD
 
     for name in ("jpn_Jpan", "tha_Thai", "zho_Hans", "khm_Khmr", "mya_Mymr", "bod_Tibt", "lao_Laoo", "eng_Latn"):
-        text = (CORPORA / "parallel_flores200_dev" / f"{name}.txt").read_text()[:20000]
+        text = (FIXTURES / "parallel_flores200_dev" / f"{name}.txt").read_text()[:20000]
         expected = [match.span() for match in _WORD.finditer(text)]
         assert scan_words(code_points(text))[0].tolist() == [list(span) for span in expected], name

@@ -95,6 +95,14 @@ class State:
     next: Merge | None
     vocabulary_size: int
 
+    @property
+    def next_rank(self) -> int | None:
+        """Where the next merge's pair ranks among `pairs` (1: first), None if absent (a replay
+        whose sample lacks it) or when there is no next merge."""
+        if self.next is None:
+            return None
+        return next((i for i, (pair, _) in enumerate(self.pairs, start=1) if pair == self.next.pair), None)
+
 
 @dataclass(frozen=True)
 class Run:

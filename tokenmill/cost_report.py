@@ -58,12 +58,6 @@ class Vocabulary:
         return len(self.excluded)
 
 
-def cost_report(session: Session, store: ObjectStore, team: Team, row: TokenizerVersion) -> dict[str, Any]:
-    """Every section of the report of one version. A caller that must not hold a database
-    connection while the sandbox encodes calls the two halves itself, committing in between."""
-    return combine(measured_costs(session, store, team, row), probed_costs(store, row))
-
-
 def combine(measured: dict[str, Any], probed: dict[str, Any]) -> dict[str, Any]:
     """The report from its two halves: the probes' sections per subject, the words next to the
     stored continued-word rate."""

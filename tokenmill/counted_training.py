@@ -39,6 +39,7 @@ from tokenmill.db import transaction, utcnow
 from tokenmill.errors import InvalidCorpus
 from tokenmill.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail
 from tokenmill.models import CountPart, Corpus, Status, TrainingJob
+from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.spec import BYTE_ALPHABET, TrainingSpec
 from tokenmill.store import ObjectStore
 
@@ -51,18 +52,25 @@ Report = Callable[..., None]
 
 
 @dataclass(frozen=True)
+class Helpers:
+    """How a worker's distributed-counting jobs get help, from its settings."""
+
+    dispatch: Dispatch | None = None  # sends the helper tasks (None: the coordinator counts alone)
+    count: int = 0  # at most this many helper tasks per job
+    part_bytes: int = COUNT_PART_BYTES
+    max_line_bytes: int | None = None
+
+
+@dataclass(frozen=True)
 class Counting:
-    """What the coordinator needs besides the spec and the corpora."""
+    """What the coordinator needs besides the spec and the corpora: its job's attempt and help."""
 
     factory: sessionmaker[Session]
     job_id: uuid.UUID
     attempt: int
     prefix: str  # the job's prefix in the store
     limits: WorkLimits
-    part_bytes: int
-    helpers: int = 0  # at most this many helper tasks are sent
-    dispatch: Dispatch | None = None  # sends the helper tasks (None: the coordinator counts alone)
-    max_line_bytes: int | None = None
+    helpers: Helpers
 
 
 def counts_prefix(prefix: str, attempt: int | None = None) -> str:
@@ -72,11 +80,12 @@ def counts_prefix(prefix: str, attempt: int | None = None) -> str:
 def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], counting: Counting,
                   report: Report) -> tuple[Tokenizer, dict[str, bytes]]:
     """Count the corpora in parts on every worker that helps, then learn from the merged counts."""
-    parts = piece_counts.plan(corpora, counting.part_bytes)
+    helpers = counting.helpers
+    parts = piece_counts.plan(corpora, helpers.part_bytes)
     _plan(counting, parts)
-    if counting.dispatch is not None and counting.helpers and len(parts) > 1:
+    if helpers.dispatch is not None and helpers.count and len(parts) > 1:
         try:
-            counting.dispatch(counting.job_id, counting.attempt, counting.prefix, min(counting.helpers, len(parts) - 1))
+            helpers.dispatch(counting.job_id, counting.attempt, counting.prefix, min(helpers.count, len(parts) - 1))
         except Exception:
             log.warning("could not send helpers for job %s; counting alone", counting.job_id, exc_info=True)
     keys = _count_all(spec, store, counting, len(parts), report)
@@ -129,7 +138,7 @@ def _count_all(spec: TrainingSpec, store: ObjectStore, counting: Counting, total
 
     while True:
         count_claimed_parts(counting.factory, store, counting.job_id, counting.attempt, counting.prefix, counting.limits,
-                            spec, counting.max_line_bytes, alive)
+                            spec, counting.helpers.max_line_bytes, alive)
         with counting.factory() as session:
             rows = session.execute(select(CountPart.status, CountPart.counts_key).where(
                 CountPart.job_id == counting.job_id, CountPart.attempt == counting.attempt).order_by(CountPart.part)).all()

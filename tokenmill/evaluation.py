@@ -190,14 +190,13 @@ def vocab_curve(files: dict[str, bytes], manifest: dict, sample: Sequence[str]) 
         return []
     full = Tokenizer.from_str(files["tokenizer.json"].decode()).get_vocab_size()
     curve = []
-    with encoding_threads():
-        for size in curve_sizes(full):
-            encoder = _truncated(files, manifest, data, size)
-            if encoder is None:
-                continue
-            metrics = measure(encoder, sample)
-            curve.append({"vocab_size": size, "fertility": metrics["fertility"],
-                          "chars_per_token": metrics["chars_per_token"]})
+    for size in curve_sizes(full):  # each measure shares the caller's encoding threads (evaluate_version's)
+        encoder = _truncated(files, manifest, data, size)
+        if encoder is None:
+            continue
+        metrics = measure(encoder, sample)
+        curve.append({"vocab_size": size, "fertility": metrics["fertility"],
+                      "chars_per_token": metrics["chars_per_token"]})
     return curve
 
 

@@ -122,7 +122,7 @@ def dropout_file(tokenizer_json: str, dropout: float | None) -> bytes:
     if data["model"]["type"] != "BPE":
         raise ValueError(f"a {data['model']['type']} model has no dropout")
     data["model"]["dropout"] = dropout
-    return (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode()
+    return _json(data)
 
 
 def sha256(data: bytes) -> str:

@@ -100,7 +100,8 @@ def held(model: Work, row_id: uuid.UUID, attempt: int | None = None):
     return condition if attempt is None else condition & (model.attempts == attempt)
 
 
-def _stage(model: Work, stage: str) -> dict[str, str]:
+def stage_of(model: Work, stage: str) -> dict[str, str]:
+    """The stage column's value, for the models that have one (a training job's), as update values."""
     return {"stage": stage} if model is TrainingJob else {}
 
 
@@ -114,7 +115,7 @@ def claim(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, limits
                                            (model.status == Status.RUNNING)
                                            & (model.updated_at < now - timedelta(seconds=limits.silent_after))))
             .values(status=Status.RUNNING, attempts=model.attempts + 1, started_at=now, updated_at=now, error=None,
-                    **_stage(model, "starting"), **({"progress": 0.0} if model is TrainingJob else {}))
+                    **stage_of(model, "starting"), **({"progress": 0.0} if model is TrainingJob else {}))
             .returning(model.attempts)
         ).scalar()
     if attempts is None:
@@ -132,7 +133,7 @@ def fail(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, message
     with transaction(factory) as session:
         return session.execute(
             update(model).where(held(model, row_id, attempt))
-            .values(status=Status.FAILED, error=message[:4000], finished_at=now, updated_at=now, **_stage(model, "failed"))
+            .values(status=Status.FAILED, error=message[:4000], finished_at=now, updated_at=now, **stage_of(model, "failed"))
         ).rowcount == 1
 
 
@@ -142,7 +143,7 @@ def requeue(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, reas
         with transaction(factory) as session:
             return session.execute(
                 update(model).where(held(model, row_id, attempt))
-                .values(status=Status.QUEUED, error=reason[:4000], updated_at=utcnow(), **_stage(model, "retrying"))
+                .values(status=Status.QUEUED, error=reason[:4000], updated_at=utcnow(), **stage_of(model, "retrying"))
             ).rowcount == 1
     except Exception:
         # The database itself may be the fault: the row stays running, falls silent, and the
@@ -218,7 +219,11 @@ class Heartbeat:
 def resident_memory(process: psutil.Process) -> int:
     """Bytes a process and its children hold, by resident set size: cheap to read, but a page a
     forked child shares with its parent counts twice."""
-    members = [process, *process.children(recursive=True)]
+    return rss([process, *process.children(recursive=True)])
+
+
+def rss(members: list[psutil.Process]) -> int:
+    """The resident set sizes of these processes, added up (one that ended meanwhile counts 0)."""
     return _summed(members, lambda member: member.memory_info().rss)
 
 

@@ -102,7 +102,6 @@ def _learn(symbols, starts, counts, wanted):
     _heapify(heap)
 
     merged = []
-    seen = np.full(words, -1, dtype=np.int64)  # the last merge that visited each piece
     new_keys = np.empty(64, dtype=np.int64)
     new_owners = np.empty(64, dtype=np.int32)
     while len(merged) < wanted and len(heap) > 0:
@@ -113,18 +112,14 @@ def _learn(symbols, starts, counts, wanted):
         if current != -negative:
             _heappush(heap, (-current, key))
             continue
-        step = len(merged)
-        new_id = BYTES + step
+        new_id = BYTES + len(merged)
         left = np.int32(key >> SHIFT)
         right = np.int32(key & 0xFFFFFFFF)
         merged.append((left, right))
         made = 0
         first = where_start[key]
-        for p in range(first, first + where_length[key]):
+        for p in range(first, first + where_length[key]):  # each piece once (filed so)
             w = where[p]
-            if seen[w] == step:
-                continue
-            seen[w] = step
             room = made + 2 * (ends[w] - starts[w])  # at most two new pairs per symbol
             if room > len(new_keys):
                 new_keys = _grown_to(new_keys, 2 * room)
@@ -134,17 +129,8 @@ def _learn(symbols, starts, counts, wanted):
         if made:
             if used + made > len(where):
                 where = _grown_to(where, used + made + len(where) // 4)
-            used = _file_positions(new_keys, new_owners, made, where, used, where_start, where_length)
-            # Every pair the merge made goes on the heap with its count.
-            order = np.argsort(new_keys[:made], kind="mergesort")
-            last = np.int64(-1)
-            for j in order:
-                k = new_keys[j]
-                if k != last:
-                    last = k
-                    count = pair_counts.get(k, 0)
-                    if count > 0:
-                        _heappush(heap, (-count, k))
+            used = _file_and_queue(new_keys, new_owners, made, where, used, where_start, where_length, pair_counts,
+                                   heap)
     return merged
 
 
@@ -192,8 +178,9 @@ def _listed(keys, owners, made, key, w):
 
 
 @njit(cache=True, nogil=True)
-def _file_positions(keys, owners, n, where, used, where_start, where_length):
-    # Group the (pair, piece) entries by pair (pieces in order, each once) into `where`.
+def _file_and_queue(keys, owners, n, where, used, where_start, where_length, pair_counts, heap):
+    # Group the (pair, piece) entries of the pairs a merge made by pair (pieces in order, each
+    # once) into `where`, and put each pair on the heap with its count.
     order = np.argsort(keys[:n], kind="mergesort")  # stable: each piece's entries stay together
     last_key = np.int64(-1)
     last_owner = np.int64(-1)
@@ -205,6 +192,9 @@ def _file_positions(keys, owners, n, where, used, where_start, where_length):
             where_length[key] = 0
             last_key = key
             last_owner = -1
+            count = pair_counts.get(key, 0)
+            if count > 0:
+                _heappush(heap, (-count, key))
         if owner != last_owner:
             where[used] = owner
             used += 1

@@ -66,8 +66,7 @@ def part_bytes(store: ObjectStore, key: str, start: int, end: int) -> Iterator[b
             position += len(chunk)
             continue
         # The part ends in this chunk: to `end`, then on to the end of the line that crosses it.
-        cut = end - position
-        newline = chunk.find(b"\n", cut - 1) if cut > 0 else -1
+        newline = chunk.find(b"\n", end - position - 1)  # the byte before `end` on (it is in this chunk)
         if newline >= 0:
             yield chunk[:newline + 1]
             return

@@ -16,7 +16,6 @@ import logging
 import platform
 import time
 import uuid
-from dataclasses import dataclass
 from importlib.metadata import version as package_version
 from typing import Any
 
@@ -24,7 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from tokenmill.counted_training import Counting, Dispatch
+from tokenmill.counted_training import Counting, Helpers
 from tokenmill.db import transaction, utcnow
 from tokenmill.errors import TokenmillError
 from tokenmill.jobs import existing_corpora
@@ -67,16 +66,6 @@ def lineage(spec: TrainingSpec, corpora: list[Corpus], job_id: uuid.UUID) -> dic
     }
 
 
-@dataclass(frozen=True)
-class Helpers:
-    """How a distributed-counting job gets help: the sender of helper tasks and the part size."""
-
-    dispatch: Dispatch | None = None
-    count: int = 0
-    part_bytes: int = 64 * 2**20
-    max_line_bytes: int | None = None
-
-
 def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID,
                      limits: WorkLimits = WorkLimits(), helpers: Helpers | None = None) -> str:
     """Run one training job to its end; returns the job's final status (or why it did not run).
@@ -106,8 +95,7 @@ def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job:
     spec = TrainingSpec.model_validate(job.spec)
     info = lineage(spec, corpora, job.id)
     started = time.monotonic()
-    counting = Counting(factory, job.id, job.attempts, prefix, limits, helpers.part_bytes, helpers.count,
-                        helpers.dispatch, helpers.max_line_bytes)
+    counting = Counting(factory, job.id, job.attempts, prefix, limits, helpers)
     with PeakMemory() as memory:
         trained = train_files(spec, store, corpora, report, info, counting)
     seconds = time.monotonic() - started

@@ -10,7 +10,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
-from tokenmill.lifecycle import JobCancelled, held
+from tokenmill.lifecycle import JobCancelled, held, rss
 from tokenmill.models import TrainingJob
 
 
@@ -70,13 +70,7 @@ class PeakMemory:
         self._children = [child for child in self._process.children(recursive=True) if child.pid not in self._before]
 
     def _sample(self) -> None:
-        total = self._process.memory_info().rss
-        for child in self._children:
-            try:
-                total += child.memory_info().rss
-            except psutil.Error:
-                pass  # it ended meanwhile
-        self.peak = max(self.peak, total)
+        self.peak = max(self.peak, rss([self._process, *self._children]))
 
     def _run(self) -> None:
         samples = 0

@@ -12,6 +12,8 @@ DEFAULT_HOME = Path(".tokenmill")
 DEVELOPMENT_SECRET = "change-me-in-production"
 
 
+COUNT_PART_BYTES = 64 * 1024**2  # the byte range one worker counts at a time (distributed counting)
+
 class Settings(BaseSettings):
     """Where the database, broker and object store are, and how long jobs may run."""
 
@@ -50,7 +52,7 @@ class Settings(BaseSettings):
     orphan_grace_seconds: int = 3600
     # `counting: distributed` jobs: the byte range one worker counts at a time, and how many
     # helper tasks a job sends at most (tokenmill.counted_training).
-    count_part_bytes: int = Field(64 * 1024**2, ge=1024)
+    count_part_bytes: int = Field(COUNT_PART_BYTES, ge=1024)
     count_helpers: int = Field(8, ge=0, le=1000)
     api_url: str = "http://127.0.0.1:8000"
     # How many cores an evaluation uses: its encoders' threads, and its measuring processes on a

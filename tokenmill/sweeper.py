@@ -22,7 +22,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
-from tokenmill.lifecycle import WORKER_DIED, Work
+from tokenmill.lifecycle import WORKER_DIED, Work, stage_of
 from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
 from tokenmill.pipeline import discard, job_prefix
 from tokenmill.settings import Settings
@@ -57,14 +57,14 @@ def _take_over_silent(session: Session, model: Work, cutoff: datetime, now: date
                              .with_for_update(skip_locked=True)).all()
     again = [row_id for row_id, attempts in silent if attempts < max_attempts]
     dead = [(row_id, attempts) for row_id, attempts in silent if attempts >= max_attempts]
-    stage = {"stage": "retrying"} if model is TrainingJob else {}
     if again:
         session.execute(update(model).where(model.id.in_(again))
-                        .values(status=Status.QUEUED, error="its worker stopped reporting; retrying", updated_at=now, **stage))
+                        .values(status=Status.QUEUED, error="its worker stopped reporting; retrying", updated_at=now,
+                                **stage_of(model, "retrying")))
     for row_id, attempts in dead:
         session.execute(update(model).where(model.id == row_id)
                         .values(status=Status.FAILED, error=WORKER_DIED.format(attempts=attempts), finished_at=now,
-                                updated_at=now, **({"stage": "failed"} if model is TrainingJob else {})))
+                                updated_at=now, **stage_of(model, "failed")))
     return again, [row_id for row_id, _ in dead]
 
 

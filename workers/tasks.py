@@ -9,11 +9,11 @@ from celery.signals import worker_init, worker_process_init
 
 from workers.app import app
 from tokenmill.corpus_stats import record_statistics
-from tokenmill.counted_training import help_counting
+from tokenmill.counted_training import Helpers, help_counting
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.evaluation_pipeline import abandon_run, run_evaluation
 from tokenmill.lifecycle import TIME_LIMIT, TRANSIENT, TransientError, WorkLimits
-from tokenmill.pipeline import Helpers, abandon_job, run_training_job
+from tokenmill.pipeline import abandon_job, run_training_job
 from tokenmill.reconcile import reconcile
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store

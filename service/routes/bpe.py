@@ -32,8 +32,7 @@ def state_json(state: State, replaying: bool = False) -> dict[str, Any]:
     """One state; in a replay, `next` also has its `rank` among the sample's pairs (null: not in the sample)."""
     following = merge_json(state.next) if state.next else None
     if following is not None and replaying:
-        ranks = (i for i, (pair, _) in enumerate(state.pairs, start=1) if pair == state.next.pair)
-        following["rank"] = next(ranks, None)
+        following["rank"] = state.next_rank
     return {"step": state.step, "vocabulary_size": state.vocabulary_size,
             "words": [{"tokens": list(word.tokens), "count": word.count} for word in state.words],
             "pairs": [{"pair": list(pair), "count": count} for pair, count in state.pairs],

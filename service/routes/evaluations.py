@@ -7,24 +7,14 @@ from fastapi.responses import JSONResponse
 
 from service.deps import QueueDep, SessionDep, TeamDep
 from service.schemas import EncodeIn, EvaluationIn
-from tokenmill.errors import InvalidInput
 from tokenmill.evaluation_runs import get_run, run_out, submit_run
 from tokenmill.playground import encode_with_reference
 from tokenmill.reports import fertility_matrix
 
 router = APIRouter(prefix="/v1", tags=["evaluations"])
 
-MAX_VERSION = 2**31 - 1  # the database's integer column
-
-
-def _check_version(version: int | str | None) -> None:
-    if isinstance(version, int) and not 1 <= version <= MAX_VERSION:
-        raise InvalidInput(f"'version' must be a version number from 1 to {MAX_VERSION}, or 'latest'", field="version")
-
-
 @router.post("/evaluations", status_code=202)
 def create_evaluation(body: EvaluationIn, session: SessionDep, queue: QueueDep, team: TeamDep):
-    _check_version(body.version)
     run = submit_run(session, team, body.tokenizer, body.version, body.reference, body.corpora)
     session.commit()
     queue.send_evaluation(run.id)  # if the broker is away, the run stays queued and the sweeper sends it

@@ -93,10 +93,8 @@ def pair_chart(state: State, chart_id: str = "bpe-chart", width: int = 420) -> M
 def state_context(run: Run, state: State, about: dict[str, Any]) -> dict[str, Any]:
     """What _bpe_state.html needs to draw one state."""
     made = run.merges[state.step - 1].token if state.step else None
-    rank = None
-    if state.next is not None:
-        rank = next((i for i, (pair, _) in enumerate(state.pairs, start=1) if pair == state.next.pair), None)
-    return {"state": state, "about": about, "total": len(run.merges), "done": run.done, "made": made, "rank": rank,
+    return {"state": state, "about": about, "total": len(run.merges), "done": run.done, "made": made,
+            "rank": state.next_rank,
             "chart": pair_chart(state), "words_shown": WORDS_SHOWN, "pairs_shown": PAIRS_SHOWN,
             "min_count": about.get("min_count")}
 

@@ -27,7 +27,7 @@ from service.downloads import bundle_response, file_response
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import Axis, Series, empty_chart, line_chart
 from service.web.render import WebRoute, render, templates
-from tokenmill.cost_report import cost_report
+from tokenmill.cost_report import combine, measured_costs, probed_costs
 from tokenmill.errors import Busy, InvalidInput, NotFound, TokenmillError
 from tokenmill.models import Team, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
@@ -73,19 +73,30 @@ def compare_options(session, team: Team, name: str) -> list[tuple[str, str]]:
     return own + others + [(f"reference:{r}", r) for r in REFERENCE_NAMES]
 
 
-def encode_target(session, store: ObjectStore, team: Team, target: str, text: str,
-                  sampling: SamplingOptions | None = None) -> dict[str, Any]:
-    """Encode with "reference:NAME" or "version:NAME@VERSION" (404 for another team's version), sampled
-    with `sampling` (versions only)."""
+def resolve_target(session, team: Team, target: str) -> TokenizerVersion | str:
+    """What "reference:NAME" or "version:NAME@VERSION" names: the version's row (404 for another
+    team's), or the reference's name. Resolved before the encode, so that the route can release
+    its database connection while the sandbox encodes."""
     kind, _, rest = target.partition(":")
     if kind == "reference":
-        if sampling is not None:
-            raise InvalidInput(f"{rest} is a reference: only a version's encode can be sampled", field="sampling")
-        return encode_with_reference(rest, text)
+        return rest
     name, _, version = rest.rpartition("@")
     if kind != "version" or not name:
         raise InvalidInput(f"unknown comparison {target!r}", field="compare")
-    return encode_with_version(store, get_version(session, team, name, version), text, sampling)
+    return get_version(session, team, name, version)
+
+
+def encode_target(store: ObjectStore, target: TokenizerVersion | str | TokenmillError, text: str,
+                  sampling: SamplingOptions | None = None) -> dict[str, Any]:
+    """Encode with a resolved target (raising the error its resolution met), sampled with
+    `sampling` (versions only)."""
+    if isinstance(target, TokenmillError):
+        raise target
+    if isinstance(target, str):
+        if sampling is not None:
+            raise InvalidInput(f"{target} is a reference: only a version's encode can be sampled", field="sampling")
+        return encode_with_reference(target, text)
+    return encode_with_version(store, target, text, sampling)
 
 
 SAMPLING_FIELDS = ("dropout", "alpha", "nbest_size", "seed")
@@ -153,11 +164,11 @@ def curve_chart(curves: list[dict[str, Any]], row: TokenizerVersion) -> Markup:
                       title=CURVE_TITLE, chart_id="curve")
 
 
-def prefilled(session, store: ObjectStore, team: Team, row: TokenizerVersion, compare: str) -> list[Markup]:
+def prefilled(store: ObjectStore, row: TokenizerVersion, target: TokenizerVersion | str | TokenmillError) -> list[Markup]:
     """The playground's boxes for its prefilled text, or none if the encode fails (busy, cut short)."""
     try:
         return [tokens_html(encode_with_version(store, row, PLAYGROUND_TEXT)),
-                tokens_html(encode_target(session, store, team, compare, PLAYGROUND_TEXT))]
+                tokens_html(encode_target(store, target, PLAYGROUND_TEXT))]
     except TokenmillError:
         return []
 
@@ -175,27 +186,34 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
     row = get_version(session, web.team, name, version)
     evaluations = version_evaluations(session, web.team, row)
     previous = previous_version(session, web.team, row)
-    diff = vocabulary_diff(load_vocabulary(store, previous), load_vocabulary(store, row)) if previous else None
+    curve, measured = version_curve(session, web.team, row), measured_costs(session, store, web.team, row)
+    options = compare_options(session, web.team, row.name)
     compare = compare or "reference:o200k_base"
+    try:
+        target: TokenizerVersion | str | TokenmillError = resolve_target(session, web.team, compare)
+    except TokenmillError as exc:  # shown where the comparison's tokens would be, as an encode's failure is
+        target = exc
+    session.commit()  # the rest reads the store and encodes in the sandbox: hold no database connection meanwhile
+    diff = vocabulary_diff(load_vocabulary(store, previous), load_vocabulary(store, row)) if previous else None
     given = {"dropout": dropout, "alpha": alpha, "nbest_size": nbest_size, "seed": seed if reseed is None else reseed}
     controls = sampling_controls(row, "on" if reseed is not None else sample, given)  # "Next seed" samples
     results, status, headers = [], 200, {}
     if text is None:
-        results = prefilled(session, store, web.team, row, compare)
+        results = prefilled(store, row, target)
     elif text:
         try:
-            options = sampling_options(controls, given)
-            results = [tokens_html(encode_with_version(store, row, text, options)),
-                       tokens_html(encode_target(session, store, web.team, compare, text))]
+            sampling = sampling_options(controls, given)
+            results = [tokens_html(encode_with_version(store, row, text, sampling)),
+                       tokens_html(encode_target(store, target, text))]
         except (InvalidInput, Busy) as exc:
             # The page stays, with the reason where the tokens would be (the field is the text box).
             results = [Markup('<p class="error-text" role="alert">{}</p>').format(escape(exc.detail)), Markup("")]
             status = exc.status
             headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else {}
     response = render(request, "version.html", web, status_code=status, row=row, evaluations=evaluations,
-                      previous=previous, diff=diff, diff_shown=DIFF_SHOWN, curve_chart=curve_chart(version_curve(session, web.team, row), row),
-                      has_curve=has_curve(row), report=cost_report(session, store, web.team, row),
-                      spec=spec_items(row.spec), options=compare_options(session, web.team, row.name),
+                      previous=previous, diff=diff, diff_shown=DIFF_SHOWN, curve_chart=curve_chart(curve, row),
+                      has_curve=has_curve(row), report=combine(measured, probed_costs(store, row)),
+                      spec=spec_items(row.spec), options=options,
                       readable=token_shower(row), compare=compare, text=text if text is not None else PLAYGROUND_TEXT,
                       results=results, sampling=controls)
     response.headers.update(headers)
@@ -224,5 +242,7 @@ class PlaygroundIn(BaseModel):
 def encode(request: Request, body: PlaygroundIn, session: SessionDep, store: StoreDep, web: ScriptSessionDep):
     """One playground panel: ids, tokens and counts, plus the boxes as HTML."""
     sampling = None if body.sampling is None else checked_options(body.sampling)
-    result = encode_target(session, store, web.team, body.target, body.text, sampling)
+    target = resolve_target(session, web.team, body.target)
+    session.commit()  # the encode may take its whole time limit: hold no database connection meanwhile
+    result = encode_target(store, target, body.text, sampling)
     return JSONResponse({**result, "html": tokens_html(result)})

@@ -7,8 +7,6 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
-from service.routes import bpe
-from service.web import bpe as bpe_page
 from tests.api.dashboard import sign_in
 from tests.conftest import make_team
 from tests.integration.served import add_version
@@ -20,17 +18,6 @@ from tokenmill.spec import resolve_spec
 
 PROBLEM = "application/problem+json"
 URL = "/v1/bpe/steps"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def bpe_routes(app_client):
-    """The API's and the page's bpe routers on the test app, until service/app.py and service/web
-    include them (then this adds nothing)."""
-    paths = {getattr(route, "path", None) for route in app_client.app.routes}
-    if URL not in paths:
-        app_client.app.include_router(bpe.router)
-    if "/bpe" not in paths:
-        app_client.app.include_router(bpe_page.router)
 
 
 def refused(response, field: str, status: int = 422) -> dict:

@@ -75,7 +75,6 @@ def test_a_corpus_larger_than_a_workers_memory_is_counted_by_several_workers(set
     with sessionmaker() as session:
         version = session.scalars(select(TokenizerVersion).where(TokenizerVersion.job_id == job.id)).one()
     assert version.vocab_size == 2000
-    print("peak", version.peak_memory_bytes >> 20, "MiB of", CAP >> 20)
     assert version.peak_memory_bytes < CAP
     log = log_path.read_text(errors="replace")
     counters = set(re.findall(r"(ForkPoolWorker-\d+).*counted part \d+ of job " + str(job.id), log))

@@ -2,6 +2,7 @@
 or failed with a reason a person can act on, and leaves no orphan object and no orphan row."""
 
 import time
+import uuid
 
 import pytest
 from sqlalchemy import func, select
@@ -9,7 +10,7 @@ from sqlalchemy import func, select
 from tests.faults.conftest import elapsed, record, unique
 from tests.services import CORPORA
 from tests.waiting import UNFINISHED, until
-from tokenmill.models import Corpus, CountPart, TokenizerVersion
+from tokenmill.models import Corpus, CountPart, EvaluationRun, TokenizerVersion
 
 BIBLE = CORPORA / "bible" / "eng_Latn.txt"
 SMALL_SPEC = {"vocab_size": 8000}
@@ -104,12 +105,14 @@ def test_worker_killed_mid_evaluation_is_retried_and_succeeds(fault_stack, fault
     response = faults_http.post("/v1/evaluations", json={"reference": "o200k_base", "corpora": [corpus_id]})
     assert response.status_code == 202, response.text
     path = f"/v1/evaluations/{response.json()['id']}"
-    wait_for_stage(faults_http, path, lambda run: run["status"] != "queued")
+    wait_for_stage(faults_http, path, lambda run: run["status"] == "running")
     started = time.monotonic()
     fault_stack.kill_worker_children()
     run = ended(faults_http, path)
     record("worker child kill -9 mid-evaluation", run["status"], elapsed(started))
     assert run["status"] == "succeeded" and len(run["results"]) == 1, run
+    with sessionmaker() as session:  # the kill landed: the run was taken over, not finished first
+        assert session.get_one(EvaluationRun, uuid.UUID(run["id"])).attempts == 2
     no_orphans(sessionmaker, store, team_id)
 
 

@@ -12,13 +12,13 @@ from sqlalchemy import func, select
 
 from tests.stack import process_env
 from tokenmill import piece_counts
-from tokenmill.counted_training import Counting, _plan, count_claimed_parts
+from tokenmill.counted_training import Counting, Helpers, _plan, count_claimed_parts
 from tokenmill.db import transaction
 from tokenmill.ingest import CorpusFields, ingest_corpus
 from tokenmill.jobs import submit_job
 from tokenmill.lifecycle import WorkLimits, claim
 from tokenmill.models import CountPart, TokenizerVersion, TrainingJob
-from tokenmill.pipeline import Helpers, job_prefix, run_training_job
+from tokenmill.pipeline import job_prefix, run_training_job
 from tokenmill.teams import create_team
 
 WORDS = ["the", "there", "then", "lower", "lowest", "día", "niño", "日本語", "добрый", "1999", "2026", "3.14",
@@ -142,7 +142,7 @@ def test_a_helper_past_the_memory_cap_fails_the_job_and_exits(settings, sessionm
     claim(sessionmaker, TrainingJob, job_id, WorkLimits())  # the coordinator has the job (attempt 1)
     with sessionmaker() as session:
         job = session.get_one(TrainingJob, job_id)
-    counting = Counting(sessionmaker, job_id, job.attempts, job_prefix(job), WorkLimits(), 4096)
+    counting = Counting(sessionmaker, job_id, job.attempts, job_prefix(job), WorkLimits(), Helpers(part_bytes=4096))
     _plan(counting, piece_counts.plan(corpora, 4096))
     # 1 MiB: less than the interpreter itself, so the guard's first check stops the helper.
     done = subprocess.run([sys.executable, "-c", HELP_ONCE, str(job_id), str(job.attempts), job_prefix(job),

@@ -131,7 +131,8 @@ def test_database_unreachable_mid_job_is_retried_and_succeeds(fault_stack, fault
 
 
 def test_store_unreachable_at_export_is_retried_and_succeeds(fault_stack, faults_http, sessionmaker, store, team_id):
-    job_id = submit(faults_http, upload(faults_http))
+    # A larger vocabulary: its merges, after the corpus is read, outlast the test's polling.
+    job_id = submit(faults_http, upload(faults_http), {"vocab_size": 30000})
     wait_for_stage(faults_http, f"/v1/jobs/{job_id}", read)
     started = time.monotonic()
     fault_stack.s3.cut()  # the corpus is read: the next S3 call is writing the version's files

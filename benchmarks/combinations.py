@@ -11,8 +11,8 @@ import time
 
 from tests.combinations import COMBINATIONS, LANGUAGES, TORTURE
 from tests.text import flores_lines
-from tokenmill.spec import resolve_spec
-from tokenmill.trainer import train_tokenizer, version_contents
+from tokenmill.training.spec import resolve_spec
+from tokenmill.training.version_files import train_tokenizer, version_contents
 
 
 def main() -> None:

@@ -5,12 +5,12 @@ in a local store (a folder), and then, each in fresh processes so every peak RSS
 (the child's VmHWM):
 
 - `rustbpe streamed`: rustbpe counting and merging the file's lines in one process
-  (`tokenmill.rustbpe_training.learn_ranks`);
+  (`tokenmill.training.with_rustbpe.learn_ranks`);
 - `count, N workers`: the file cut into --part-mb byte ranges, counted by N processes at once
   (parts dealt round robin; each process pre-tokenizes with Python's `regex`, counts, and
-  spills each part's counts to the store: `tokenmill.piece_counts`), wall time of the slowest;
+  spills each part's counts to the store: `tokenmill.training.piece_counts`), wall time of the slowest;
 - `merge + learn`: one process merging the spills (streamed, min_frequency 0) and learning the
-  merges from the counts (`tokenmill.merge_learner`), conversion to ranks included; then again
+  merges from the counts (`tokenmill.training.merge_learner`), conversion to ranks included; then again
   with min_frequency 2 (the spec's default), which drops the pieces seen once.
 
 It checks that the merges learned from the counts are rustbpe's, token for token, and prints
@@ -34,7 +34,7 @@ KEY = "corpora/bench/corpus"
 
 
 def _spec(vocab: int):
-    from tokenmill.spec import resolve_spec
+    from tokenmill.training.spec import resolve_spec
 
     return resolve_spec({"library": "rustbpe", "vocab_size": vocab, "min_frequency": 0, "special_tokens": [],
                          "counting": "distributed"})
@@ -48,7 +48,7 @@ def _corpus(root: Path):
 
 
 def child_streamed(root: Path, vocab: int) -> dict:
-    from tokenmill.rustbpe_training import learn_ranks
+    from tokenmill.training.with_rustbpe import learn_ranks
 
     started = time.monotonic()
     with (root / KEY).open(encoding="utf-8") as handle:
@@ -57,7 +57,7 @@ def child_streamed(root: Path, vocab: int) -> dict:
 
 
 def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: int) -> dict:
-    from tokenmill import piece_counts
+    from tokenmill.training import piece_counts
     from tokenmill.store import LocalStore
 
     store = LocalStore(root)
@@ -72,8 +72,8 @@ def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: in
 
 
 def child_learn(root: Path, vocab: int, min_count: int) -> dict:
-    from tokenmill import piece_counts
-    from tokenmill.merge_learner import learn_merges
+    from tokenmill.training import piece_counts
+    from tokenmill.training.merge_learner import learn_merges
     from tokenmill.store import LocalStore
 
     store = LocalStore(root)

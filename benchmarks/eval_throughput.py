@@ -19,11 +19,11 @@ import sentencepiece
 from tokenizers import Tokenizer
 
 from tests.services import CORPORA
-from tokenmill import shards
-from tokenmill.encoders import proven_encoder, version_encoders
-from tokenmill.evaluation import PROOF_LINES, batched, measure
-from tokenmill.spec import resolve_spec
-from tokenmill.trainer import train_tokenizer, version_contents
+from tokenmill.evaluation import shards
+from tokenmill.evaluation.encoders import proven_encoder, version_encoders
+from tokenmill.evaluation.measuring import PROOF_LINES, batched, measure
+from tokenmill.training.spec import resolve_spec
+from tokenmill.training.version_files import train_tokenizer, version_contents
 
 SOURCES = ["manpages/eng_Latn.txt", "fortunes/deu_Latn.txt", "code/python.txt", "debian_reference/zho_Hans.txt",
            "fortunes/rus_Cyrl.txt", "bible/spa_Latn.txt"]

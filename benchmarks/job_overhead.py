@@ -10,7 +10,7 @@ process of its own:
    (its child process: `tokenizers files` = bare `tokenizers`, `tokenizers iterator` = today's
    engine on the file's lines, `rustbpe` = `learn_ranks` + `to_tokenizer` in one process);
 3. per library: the job, in a fresh process: `submit_job(..., eval_corpora=[])` and
-   `tokenmill.pipeline.run_training_job(factory, store, job_id, WorkLimits.of(settings))` in
+   `tokenmill.jobs.pipeline.run_training_job(factory, store, job_id, WorkLimits.of(settings))` in
    process (no Celery; the worker's default limits, so its heartbeat and memory guard run),
    timed from submit to the version registered. Peak RSS is the process's VmHWM; with
    `"library": "rustbpe"` the job learns in a child process of its own, whose VmHWM (and the
@@ -19,7 +19,7 @@ process of its own:
    child runs no sampler thread, so the measurement adds no thread to the job's own.
 
 The job's stages are timed by wrapping, in the job's process only, the functions the pipeline
-calls (claim, lineage, train_files, the engine, the counting pass, export, manifest, hashing,
+calls (claim, lineage, train_version_files, the engine, the counting pass, export, manifest, hashing,
 store writes, the evaluation step with no corpus, registration), and
 the passes over the corpus are counted at the store. After the job, the same process times
 one pass over the corpus each way (file lines as the engine reads them; the store's documents;
@@ -82,7 +82,7 @@ def urls(work: Path) -> tuple[str, str]:
 def ingest_child(work: Path, corpus: Path) -> dict:
     from tokenmill.cli import migrate
     from tokenmill.db import make_engine, make_sessionmaker, transaction
-    from tokenmill.ingest import CorpusFields, ingest_corpus
+    from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
     from tokenmill.store import open_store, read_into
     from tokenmill.teams import create_team
 
@@ -183,31 +183,37 @@ class Timeline:
 
 def instrument(timeline: Timeline, sampler: Sampler, store, corpus_key: str) -> dict:
     """Wrap what the pipeline calls, in this process only; returns the pass counters."""
-    from tokenmill import export, lifecycle, pipeline, progress, rustbpe_training, trainer, training
+    from tokenmill.training import export
+    from tokenmill.work import lifecycle
+    from tokenmill.jobs import pipeline
+    from tokenmill.work import progress
+    from tokenmill.training import with_rustbpe
+    from tokenmill.training import version_files
+    from tokenmill.training import with_tokenizers
 
     for name, label in (("claim", "claim"), ("_corpora", "corpus rows"), ("lineage", "lineage (package versions)"),
-                        ("train_files", "train_files"), ("_evaluate", "evaluate (no corpora)"),
+                        ("train_version_files", "train_version_files"), ("_evaluate", "evaluate (no corpora)"),
                         ("_register", "register")):
         timeline.wrap(pipeline, name, label)
     for name, label in (("train_tokenizer", "engine (train_tokenizer)"), ("version_contents", "export (version_contents)"),
                         ("artifact_files", "export: artifact_files"), ("manifest", "export: manifest")):
-        timeline.wrap(trainer, name, label)
-    timeline.wrap(trainer, "sha256", "hashing (TrainedFiles.hashes)", total=True)
+        timeline.wrap(version_files, name, label)
+    timeline.wrap(version_files, "sha256", "hashing (TrainedFiles.hashes)", total=True)
     timeline.wrap(export, "sha256", "hashing (manifest)", total=True)
     timeline.wrap(export, "bpe_files", "export: vocab.json + merges.txt")
     timeline.wrap(export, "tiktoken_file", "export: tokenizer.tiktoken")
-    timeline.wrap(training, "train", "engine: tokenizers train_from_iterator")
-    timeline.wrap(rustbpe_training, "learn_ranks_apart", "engine: rustbpe child (spawn, feed, wait)")
-    timeline.wrap(rustbpe_training, "to_tokenizer", "engine: rustbpe ranks to Tokenizer")
-    timeline.wrap(training, "coverage_alphabet", "alphabet pass")
-    timeline.wrap(trainer, "reservoir_sample", "sampling pass")
+    timeline.wrap(with_tokenizers, "train", "engine: tokenizers train_from_iterator")
+    timeline.wrap(with_rustbpe, "learn_ranks_apart", "engine: rustbpe child (spawn, feed, wait)")
+    timeline.wrap(with_rustbpe, "to_tokenizer", "engine: rustbpe ranks to Tokenizer")
+    timeline.wrap(with_tokenizers, "coverage_alphabet", "alphabet pass")
+    timeline.wrap(version_files, "reservoir_sample", "sampling pass")
     timeline.wrap(lifecycle, "over_memory", "memory guard (RSS of the process and its children, PSS past the limit)",
                   total=True)
     timeline.wrap(lifecycle.Heartbeat, "_beat", "heartbeat writes", total=True)
     timeline.wrap(store, "put_bytes", "store writes (put_bytes)", total=True)
 
     counters = {"passes": 0, "training_texts": 0}
-    original_tracked, original_texts, original_chunks = trainer.tracked, trainer.training_texts, store.iter_chunks
+    original_tracked, original_texts, original_chunks = version_files.tracked, version_files.training_texts, store.iter_chunks
 
     def tracked(texts, total, report, stage, start, end):
         def marked():
@@ -225,7 +231,7 @@ def instrument(timeline: Timeline, sampler: Sampler, store, corpus_key: str) -> 
             counters["passes"] += 1
         return original_chunks(key, *args, **kwargs)
 
-    trainer.tracked, trainer.training_texts, store.iter_chunks = tracked, training_texts, iter_chunks
+    version_files.tracked, version_files.training_texts, store.iter_chunks = tracked, training_texts, iter_chunks
 
     original_transaction = progress.transaction
 
@@ -269,10 +275,10 @@ def timed_pass(texts) -> float:
 
 def reading_passes(library: str, corpus: Path, store, row, work: Path) -> dict[str, float]:
     """One pass over the corpus each way, alone (nothing trains meanwhile)."""
-    from tokenmill.corpora import corpus_documents, iter_lines
-    from tokenmill.progress import tracked
-    from tokenmill.rustbpe_training import _frames, _write
-    from tokenmill.trainer import training_texts
+    from tokenmill.corpora.reading import corpus_documents, iter_lines
+    from tokenmill.work.progress import tracked
+    from tokenmill.training.with_rustbpe import _frames, _write
+    from tokenmill.training.version_files import training_texts
 
     passes = {
         "file lines (as the engine alone reads them)": timed_pass(train_speed.lines(corpus)),
@@ -294,8 +300,8 @@ def reading_passes(library: str, corpus: Path, store, row, work: Path) -> dict[s
                 frame.decode("utf-8", "surrogatepass") for frame in _frames(handle))
         frames.unlink()
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "from tokenmill.rustbpe_training import serve"], check=True)
-        passes["a fresh interpreter importing tokenmill.rustbpe_training (the child's start)"] = \
+        subprocess.run([sys.executable, "-c", "from tokenmill.training.with_rustbpe import serve"], check=True)
+        passes["a fresh interpreter importing tokenmill.training.with_rustbpe (the child's start)"] = \
             time.perf_counter() - started
     return passes
 
@@ -308,10 +314,10 @@ def job_child(work: Path, corpus: Path, library: str, vocab: int, team_id: str, 
     from sqlalchemy import select
 
     from tokenmill.db import make_engine, make_sessionmaker, transaction
-    from tokenmill.jobs import submit_job
-    from tokenmill.lifecycle import WorkLimits
+    from tokenmill.jobs.submission import submit_job
+    from tokenmill.work.lifecycle import WorkLimits
     from tokenmill.models import Corpus, Team, TokenizerVersion, TrainingJob
-    from tokenmill.pipeline import run_training_job
+    from tokenmill.jobs.pipeline import run_training_job
     from tokenmill.settings import Settings
     from tokenmill.store import open_store
 
@@ -366,7 +372,7 @@ def job_child(work: Path, corpus: Path, library: str, vocab: int, team_id: str, 
 PROBE_VOCAB = 300  # 43 merges: train_from_iterator is then its counting pass, nearly all of it
 PROBES = {  # name: (imports, texts, threads, gc.freeze() after the imports)
     "a. engine's imports, file lines, no threads (the engine alone)": ("engine", "file", False, False),
-    "b. the job's imports (tokenmill.pipeline), file lines, no threads": ("job", "file", False, False),
+    "b. the job's imports (tokenmill.jobs.pipeline), file lines, no threads": ("job", "file", False, False),
     "c. the job's imports, the job's texts (store documents + tracked), no threads": ("job", "store", False, False),
     "d. as c, with the job's threads (PeakMemory every 0.1 s, heartbeat + memory guard every 1 s)":
         ("job", "store", True, False),
@@ -381,11 +387,11 @@ def probe_child(work: Path, corpus: Path, corpus_id: str, probe: str) -> dict:
     import uuid
     from contextlib import ExitStack
 
-    from tokenmill import training
-    from tokenmill.spec import resolve_spec
+    from tokenmill.training import with_tokenizers
+    from tokenmill.training.spec import resolve_spec
 
     if imports == "job":
-        import tokenmill.pipeline  # noqa: F401  (the job process's modules: numba, sqlalchemy, evaluation ...)
+        import tokenmill.jobs.pipeline  # noqa: F401  (the job process's modules: numba, sqlalchemy, evaluation ...)
     spec = resolve_spec(spec_of("tokenizers", PROBE_VOCAB))
     if freeze:
         gc.freeze()
@@ -396,9 +402,9 @@ def probe_child(work: Path, corpus: Path, corpus_id: str, probe: str) -> dict:
         else:
             from tokenmill.db import make_engine, make_sessionmaker
             from tokenmill.models import Corpus
-            from tokenmill.progress import tracked
+            from tokenmill.work.progress import tracked
             from tokenmill.store import open_store
-            from tokenmill.trainer import training_texts
+            from tokenmill.training.version_files import training_texts
 
             database_url, storage_url = urls(work)
             factory = make_sessionmaker(make_engine(database_url))
@@ -407,8 +413,8 @@ def probe_child(work: Path, corpus: Path, corpus_id: str, probe: str) -> dict:
                 row = session.get_one(Corpus, uuid.UUID(corpus_id))
             texts = tracked(training_texts(store, [row]), row.characters, Throttled(), "training", 0.0, 0.5)
             if threads:
-                from tokenmill.lifecycle import Heartbeat, WorkLimits
-                from tokenmill.progress import PeakMemory
+                from tokenmill.work.lifecycle import Heartbeat, WorkLimits
+                from tokenmill.work.progress import PeakMemory
                 from tokenmill.settings import Settings
 
                 limits = WorkLimits.of(Settings(home=work, database_url=database_url, storage_url=storage_url))
@@ -416,7 +422,7 @@ def probe_child(work: Path, corpus: Path, corpus_id: str, probe: str) -> dict:
                 stack.enter_context(PeakMemory())
         parts: dict = {}
         started = time.perf_counter()
-        training.train(spec, train_speed.streamed(texts, parts, started))
+        with_tokenizers.train(spec, train_speed.streamed(texts, parts, started))
         seconds = time.perf_counter() - started
     return {"probe": probe, "seconds": seconds, "stream": parts["stream"], "peak_kib": high_water_kib(),
             "gc_collections": sum(g["collections"] for g in gc.get_stats()) - collections,
@@ -484,7 +490,7 @@ def breakdown(library: str, job: dict, engine: dict) -> list[str]:
     """Where the job's time goes, stage by stage, beside the engine's own phases."""
     stream = spans(job, "pass over the corpus (training)")
     stream_end = stream[0]["end"] if stream else 0.0
-    train_start = spans(job, "train_files")[0]["start"]
+    train_start = spans(job, "train_version_files")[0]["start"]
     engine_start = spans(job, "engine (train_tokenizer)")[0]["start"]
     engine_end = spans(job, "engine (train_tokenizer)")[0]["end"]
     convert = seconds(job, "engine: rustbpe ranks to Tokenizer")
@@ -494,7 +500,7 @@ def breakdown(library: str, job: dict, engine: dict) -> list[str]:
              ("claim (queued → running)", seconds(job, "claim")),
              ("corpus rows", seconds(job, "corpus rows")),
              ("lineage (package versions)", seconds(job, "lineage (package versions)")),
-             ("train_files: before the engine (report, passes before training)", engine_start - train_start)]
+             ("train_version_files: before the engine (report, passes before training)", engine_start - train_start)]
     for label, value in fixed:
         rows.append((label, value, 0.0, ""))
     rows.append(("engine: until it takes the last text (the counting pass)", stream_end - engine_start,
@@ -515,7 +521,7 @@ def breakdown(library: str, job: dict, engine: dict) -> list[str]:
         ("export: manifest.json (hashing included)", seconds(job, "export: manifest"), 0.0,
          f"of which hashing {total(job, 'hashing (manifest)'):.3f} s"),
         ("hashing (TrainedFiles.hashes: every file again)", hashes, 0.0, ""),
-        ("train_files: the rest", seconds(job, "train_files") - (engine_end - train_start)
+        ("train_version_files: the rest", seconds(job, "train_version_files") - (engine_end - train_start)
          - seconds(job, "export (version_contents)") - hashes, 0.0, ""),
         ("store writes (put_bytes, every file)", total(job, "store writes (put_bytes)"), 0.0,
          f"{len(job['files'])} files, {sum(job['files'].values()) / MB:.1f} MB"),

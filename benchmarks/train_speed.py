@@ -8,8 +8,8 @@ child's VmHWM, which wait4's ru_maxrss equals except that Linux carries the pare
 mark over into the child at exec (a parent grown to 140 MB would floor every child's figure there):
 
 - `tokenizers files`: bare `tokenizers`, `Tokenizer.train([file])` with a BpeTrainer (Rust reads the file);
-- `tokenizers iterator`: `tokenmill.training.train` on the file's lines, streamed from Python (today's engine);
-- `rustbpe`: `tokenmill.rustbpe_training.train_rustbpe` on the same stream, conversion to a Tokenizer included.
+- `tokenizers iterator`: `tokenmill.training.with_tokenizers.train` on the file's lines, streamed from Python (today's engine);
+- `rustbpe`: `tokenmill.training.with_rustbpe.train_rustbpe` on the same stream, conversion to a Tokenizer included.
 
 Wall time is the child process's, interpreter start and imports included (its own
 training-only time is printed beside it). Afterwards the vocabularies are compared with
@@ -85,10 +85,10 @@ def child(engine: str, corpus: Path, vocab: int, output: Path) -> None:
     """Train one engine in this (fresh) process and print what it measured as JSON."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from tokenmill import training
-    from tokenmill.references import PATTERNS
-    from tokenmill.rustbpe_training import learn_ranks, to_tokenizer
-    from tokenmill.spec import resolve_spec
+    from tokenmill.training import with_tokenizers
+    from tokenmill.training.patterns import PATTERNS
+    from tokenmill.training.with_rustbpe import learn_ranks, to_tokenizer
+    from tokenmill.training.spec import resolve_spec
 
     spec = resolve_spec({"vocab_size": vocab, "pre_tokenizer": "gpt2", "special_tokens": [SPECIAL]})
     baseline = high_water_kib()
@@ -104,7 +104,7 @@ def child(engine: str, corpus: Path, vocab: int, output: Path) -> None:
                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
         tokenizer.train([str(corpus)], trainer)
     elif engine == "tokenizers iterator":
-        tokenizer = training.train(spec, streamed(lines(corpus), parts, started))
+        tokenizer = with_tokenizers.train(spec, streamed(lines(corpus), parts, started))
     else:
         ranks = learn_ranks(spec, streamed(lines(corpus), parts, started))
         parts["learn"] = time.perf_counter() - started

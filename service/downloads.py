@@ -15,7 +15,7 @@ from fastapi.responses import Response, StreamingResponse
 
 from tokenmill.models import TokenizerVersion
 from tokenmill.store import ObjectStore
-from tokenmill.versions import version_file
+from tokenmill.versions.registry import version_file
 
 log = logging.getLogger(__name__)
 

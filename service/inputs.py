@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import Request
 
 from tokenmill.errors import InvalidInput
-from tokenmill.ingest import unstorable
+from tokenmill.corpora.ingest import unstorable
 
 MAX_INTEGER = 2**63 - 1
 # The highest page a list serves: (page - 1) * limit still fits the database's 64-bit offset.

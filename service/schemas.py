@@ -8,10 +8,10 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 from sqlalchemy.orm import Session
 
-from tokenmill.jobs import reached_vocab_sizes
+from tokenmill.jobs.submission import reached_vocab_sizes
 from tokenmill.models import TrainingJob
-from tokenmill.subword_sampling import SamplingOptions
-from tokenmill.versions import vocabulary_notes
+from tokenmill.encoding.subword_sampling import SamplingOptions
+from tokenmill.versions.registry import vocabulary_notes
 
 T = TypeVar("T")
 

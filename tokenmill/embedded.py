@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tokenmill.corpus_stats import record_statistics
+from tokenmill.corpora.statistics_runs import record_statistics
 from tokenmill.db import make_engine, make_sessionmaker, migrate, transaction
-from tokenmill.ingest import CorpusFields, ingest_corpus
-from tokenmill.lifecycle import WorkLimits
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.work.lifecycle import WorkLimits
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store, read_into
 from tokenmill.teams import create_team, team_by_name

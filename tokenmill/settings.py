@@ -51,12 +51,12 @@ class Settings(BaseSettings):
     # Objects without a row are deleted, and multipart uploads aborted, once older than this.
     orphan_grace_seconds: int = 3600
     # `counting: distributed` jobs: the byte range one worker counts at a time, and how many
-    # helper tasks a job sends at most (tokenmill.counted_training).
+    # helper tasks a job sends at most (tokenmill.training.counted).
     count_part_bytes: int = Field(COUNT_PART_BYTES, ge=1024)
     count_helpers: int = Field(8, ge=0, le=1000)
     api_url: str = "http://127.0.0.1:8000"
     # How many cores an evaluation uses: its encoders' threads, and its measuring processes on a
-    # large corpus (tokenmill.evaluation); the one setting for the evaluation engine's parallelism.
+    # large corpus (tokenmill.evaluation.measuring); the one setting for the evaluation engine's parallelism.
     evaluation_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
 
     @model_validator(mode="after")

@@ -8,16 +8,16 @@ from celery.exceptions import TimeLimitExceeded
 from celery.signals import worker_init, worker_process_init
 
 from workers.app import app
-from tokenmill.corpus_stats import record_statistics
-from tokenmill.counted_training import Helpers, help_counting
+from tokenmill.corpora.statistics_runs import record_statistics
+from tokenmill.training.counted import Helpers, help_counting
 from tokenmill.db import make_engine, make_sessionmaker
-from tokenmill.evaluation_pipeline import abandon_run, run_evaluation
-from tokenmill.lifecycle import TIME_LIMIT, TRANSIENT, TransientError, WorkLimits
-from tokenmill.pipeline import abandon_job, run_training_job
-from tokenmill.reconcile import reconcile
+from tokenmill.evaluation.pipeline import abandon_run, run_evaluation
+from tokenmill.work.lifecycle import TIME_LIMIT, TRANSIENT, TransientError, WorkLimits
+from tokenmill.jobs.pipeline import abandon_job, run_training_job
+from tokenmill.jobs.reconcile import reconcile
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
-from tokenmill.sweeper import Senders, sweep
+from tokenmill.jobs.sweeper import Senders, sweep
 
 
 @lru_cache
@@ -31,7 +31,7 @@ def resources():
 def compile_before_forking(**_) -> None:
     # In the worker's main process, before its children are forked: they inherit the compiled
     # merge learner instead of each compiling it inside a job's memory limit.
-    from tokenmill.merge_learner import warm_up
+    from tokenmill.training.merge_learner import warm_up
 
     warm_up()
 
@@ -122,7 +122,7 @@ def sweep_jobs() -> dict:
     return sweep(factory, store, senders, settings)
 
 
-@app.task(name="tokenmill.reconcile", ignore_result=True)
+@app.task(name="tokenmill.jobs.reconcile", ignore_result=True)
 def reconcile_store() -> dict:
     factory, store = resources()
     return reconcile(factory, store, get_settings().orphan_grace_seconds)

@@ -1,9 +1,9 @@
 """/v1/bpe/steps: BPE one merge at a time, on a small corpus or a stored version's merges on a sample.
 
 With `corpus` (or nothing: the seed article's corpus), BPE learns on it and every step's state
-comes back (tokenmill.bpe_steps). With `tokenizer` (+ `version`, `corpus_id`), the team's
+comes back (tokenmill.playground.bpe_steps). With `tokenizer` (+ `version`, `corpus_id`), the team's
 version replays its first merges on the first `lines` lines of one of the team's corpora
-(tokenmill.bpe_replay); another team's name or id is a 404, as everywhere.
+(tokenmill.playground.bpe_replay); another team's name or id is a 404, as everywhere.
 
 The answer: `merges` (all of them, in order), `vocabulary` (the final one: the alphabet by code
 point, then each merge's token), and `states` from `start` to the last step asked for. A
@@ -17,8 +17,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from service.deps import SessionDep, StoreDep, TeamDep
-from tokenmill.bpe_runs import BpeStepsIn, compute
-from tokenmill.bpe_steps import Merge, Run, State
+from tokenmill.playground.bpe_runs import BpeStepsIn, compute
+from tokenmill.playground.bpe_steps import Merge, Run, State
 
 router = APIRouter(prefix="/v1/bpe", tags=["bpe"])
 

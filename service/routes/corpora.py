@@ -10,9 +10,9 @@ from starlette.concurrency import run_in_threadpool
 from service.deps import PageDep, QueueDep, SessionDep, SessionmakerDep, SettingsDep, StoreDep, TeamDep
 from service.schemas import CorpusOut, Listing
 from service.uploads import MultipartUpload, run_upload
-from tokenmill import corpus_rows
-from tokenmill.corpora import FORMATS
-from tokenmill.ingest import NAMED_FIELDS, CorpusFields, ingest_corpus
+from tokenmill.corpora import rows as corpus_rows
+from tokenmill.corpora.reading import FORMATS
+from tokenmill.corpora.ingest import NAMED_FIELDS, CorpusFields, ingest_corpus
 from tokenmill.models import Corpus
 from tokenmill.pagination import paginate
 from tokenmill.store import ObjectStore, read_into
@@ -54,7 +54,7 @@ async def upload_corpus(request: Request, factory: SessionmakerDep, store: Store
 
 
 def _fields(form: dict[str, str], filename: str | None) -> CorpusFields:
-    # No format (or an empty one): the file's name or its first line decides (tokenmill/ingest.py).
+    # No format (or an empty one): the file's name or its first line decides (tokenmill/corpora/ingest.py).
     return CorpusFields(name=form.get("name", ""), domain=form.get("domain", ""), language=form.get("language", ""),
                         format=form.get("format") or None, text_field=form.get("text_field") or None,
                         parallel_group=form.get("parallel_group") or None, filename=filename)

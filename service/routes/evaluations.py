@@ -7,9 +7,9 @@ from fastapi.responses import JSONResponse
 
 from service.deps import QueueDep, SessionDep, TeamDep
 from service.schemas import EncodeIn, EvaluationIn
-from tokenmill.evaluation_runs import get_run, run_out, submit_run
-from tokenmill.playground import encode_with_reference
-from tokenmill.reports import fertility_matrix
+from tokenmill.evaluation.runs import get_run, run_out, submit_run
+from tokenmill.playground.encode import encode_with_reference
+from tokenmill.evaluation.reports import fertility_matrix
 
 router = APIRouter(prefix="/v1", tags=["evaluations"])
 

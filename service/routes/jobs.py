@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from service.deps import PageDep, QueueDep, SessionDep, TeamDep
 from service.inputs import check_text
 from service.schemas import JobIn, JobOut, Listing
-from tokenmill.jobs import IDEMPOTENCY_FIELD, cancel_job, get_job, list_jobs, submit_job
+from tokenmill.jobs.submission import IDEMPOTENCY_FIELD, cancel_job, get_job, list_jobs, submit_job
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 

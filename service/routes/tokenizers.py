@@ -6,10 +6,10 @@ from fastapi import APIRouter, Request
 from service.deps import PageDep, SessionDep, StoreDep, TeamDep
 from service.downloads import bundle_response, file_response
 from service.schemas import EncodeIn, Listing, TokenizerOut, VersionOut
-from tokenmill.cost_report import combine, measured_costs, probed_costs
-from tokenmill.playground import encode_with_version
-from tokenmill.reports import version_curve, version_evaluations
-from tokenmill.versions import get_version, list_names, list_versions
+from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
+from tokenmill.playground.encode import encode_with_version
+from tokenmill.evaluation.reports import version_curve, version_evaluations
+from tokenmill.versions.registry import get_version, list_names, list_versions
 
 router = APIRouter(prefix="/v1/tokenizers", tags=["tokenizers"])
 
@@ -57,7 +57,7 @@ def encode(request: Request, body: EncodeIn, session: SessionDep, store: StoreDe
 
 @router.get("/{name}/versions/{version}/report")
 def read_report(session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str):
-    """What the version costs next to GPT-2, cl100k_base and o200k_base (tokenmill.cost_report)."""
+    """What the version costs next to GPT-2, cl100k_base and o200k_base (tokenmill.playground.cost_report)."""
     row = get_version(session, team, name, version)
     measured = measured_costs(session, store, team, row)
     session.commit()  # the probes' sandbox encodes may take their time limit: hold no database connection meanwhile

@@ -15,8 +15,8 @@ from service.web.auth import WebSessionDep
 from service.web.charts import Axis, Series, bar_chart, line_chart
 from service.web.render import WebRoute, render
 from tokenmill.pagination import MAX_LIMIT, Page
-from tokenmill.reports import fertility_matrix
-from tokenmill.versions import list_names
+from tokenmill.evaluation.reports import fertility_matrix
+from tokenmill.versions.registry import list_names
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 

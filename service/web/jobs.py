@@ -20,7 +20,7 @@ from service.web.auth import FormDep, WebSession, WebSessionDep
 from service.web.render import WebRoute, render, see_other
 from service.web.spec_form import form_values, spec_fields, spec_from_form
 from tokenmill.errors import InvalidInput
-from tokenmill.jobs import IDEMPOTENCY_FIELD, cancel_job, get_job, list_jobs, submit_job
+from tokenmill.jobs.submission import IDEMPOTENCY_FIELD, cancel_job, get_job, list_jobs, submit_job
 from tokenmill.models import FINISHED, Corpus
 from tokenmill.pagination import Page, page_count
 

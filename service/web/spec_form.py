@@ -14,7 +14,7 @@ from typing import Any, Literal
 import annotated_types
 from starlette.datastructures import FormData
 
-from tokenmill.spec import TrainingSpec
+from tokenmill.training.spec import TrainingSpec
 
 HELP = {
     "algorithm": "How the vocabulary is learned: frequent-pair merges (bpe), likelihood merges (wordpiece) "

@@ -2,13 +2,13 @@
 
 Downloads answer as the API's do (service/downloads.py), with the signed-in team, and the playground
 endpoints call `encode_with_version` / `encode_with_reference`, as POST .../encode does (a
-version's encode runs in tokenmill.sandbox, bounded: one cut short shows its reason in the
+version's encode runs in tokenmill.encoding.sandbox, bounded: one cut short shows its reason in the
 playground, with the page's status 422, or 503 and Retry-After when every process is busy). The
 prefilled text is tokenized when the page is rendered; if that encode fails, the page stays a
 200 and the playground waits for a press of Tokenize. The cost report's fixed texts go through
-the same sandbox (tokenmill.cost_report).
+the same sandbox (tokenmill.playground.cost_report).
 
-The playground samples too (tokenmill.subword_sampling): a ticked "Sample" box sends the
+The playground samples too (tokenmill.encoding.subword_sampling): a ticked "Sample" box sends the
 version's panel BPE-dropout's p, or Unigram's alpha and n-best size, and a seed, as query
 parameters of the same GET form (or in the script's JSON); "Next seed" (`reseed`) samples with
 the following seed. The comparison panel stays the plain encode. A value out of bounds is the
@@ -27,19 +27,19 @@ from service.downloads import bundle_response, file_response
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import Axis, Series, empty_chart, line_chart
 from service.web.render import WebRoute, render, templates
-from tokenmill.cost_report import combine, measured_costs, probed_costs
+from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
 from tokenmill.errors import Busy, InvalidInput, NotFound, TokenmillError
 from tokenmill.models import Team, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
-from tokenmill.playground import MAX_TEXT, encode_with_reference, encode_with_version
-from tokenmill.references import REFERENCE_NAMES
-from tokenmill.reports import version_curve, version_evaluations
-from tokenmill.spec import TrainingSpec
+from tokenmill.playground.encode import MAX_TEXT, encode_with_reference, encode_with_version
+from tokenmill.evaluation.references import REFERENCE_NAMES
+from tokenmill.evaluation.reports import version_curve, version_evaluations
+from tokenmill.training.spec import TrainingSpec
 from tokenmill.store import ObjectStore
-from tokenmill.subword_sampling import (DEFAULT_ALPHA, DEFAULT_DROPOUT, DEFAULT_NBEST, MAX_SEED, SamplingOptions,
+from tokenmill.encoding.subword_sampling import (DEFAULT_ALPHA, DEFAULT_DROPOUT, DEFAULT_NBEST, MAX_SEED, SamplingOptions,
                                        method_of)
-from tokenmill.version_diff import load_vocabulary, readable_token, vocabulary_diff
-from tokenmill.versions import get_version, list_names, list_versions
+from tokenmill.versions.diff import load_vocabulary, readable_token, vocabulary_diff
+from tokenmill.versions.registry import get_version, list_names, list_versions
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 
@@ -150,7 +150,7 @@ CURVE_TITLE = "Fertility at growing vocabulary sizes (the first k merges of this
 
 
 def has_curve(row: TokenizerVersion) -> bool:
-    """Only BPE has a merge list whose first k merges are a smaller vocabulary (tokenmill.evaluation.vocab_curve)."""
+    """Only BPE has a merge list whose first k merges are a smaller vocabulary (tokenmill.evaluation.measuring.vocab_curve)."""
     return row.spec.get("algorithm", "bpe") == "bpe"
 
 

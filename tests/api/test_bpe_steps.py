@@ -11,10 +11,10 @@ from tests.api.dashboard import sign_in
 from tests.conftest import make_team
 from tests.integration.served import add_version
 from tests.text import flores_lines
-from tokenmill import training
-from tokenmill.bpe_steps import MAX_CHARACTERS, MAX_STEPS
-from tokenmill.export import artifact_files
-from tokenmill.spec import resolve_spec
+from tokenmill.training import with_tokenizers
+from tokenmill.playground.bpe_steps import MAX_CHARACTERS, MAX_STEPS
+from tokenmill.training.export import artifact_files
+from tokenmill.training.spec import resolve_spec
 
 PROBLEM = "application/problem+json"
 URL = "/v1/bpe/steps"
@@ -100,7 +100,7 @@ def upload(api, text: str) -> str:
 def trained_version(sessionmaker, store, team, texts: list[str], **spec) -> tuple[str, list[list[str]]]:
     """Version 1 of a new name, trained on the texts; its name and merges."""
     resolved = resolve_spec({"vocab_size": 400, **spec})
-    tokenizer = training.train(resolved, texts)
+    tokenizer = with_tokenizers.train(resolved, texts)
     files, _ = artifact_files(resolved, tokenizer)
     name = f"bpe-{uuid.uuid4().hex[:6]}"
     add_version(sessionmaker, store, team, name, resolved, files, tokenizer.get_vocab_size())

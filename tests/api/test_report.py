@@ -11,16 +11,17 @@ from sqlalchemy import select
 from tests.conftest import make_team
 from tests.integration.served import add_version
 from tests.text import flores_lines
-from tokenmill import cost_report, training
-from tokenmill.cost_probes import INDENTS, NUMBERS, TRAILING, UNINDENTED, WORDS
+from tokenmill.playground import cost_report
+from tokenmill.training import with_tokenizers
+from tokenmill.playground.cost_probes import INDENTS, NUMBERS, TRAILING, UNINDENTED, WORDS
 from tokenmill.db import transaction
 from tokenmill.errors import InvalidInput
-from tokenmill.export import artifact_files
-from tokenmill.ingest import CorpusFields, ingest_corpus
+from tokenmill.training.export import artifact_files
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.models import Evaluation
-from tokenmill.references import load_reference
-from tokenmill.spec import resolve_spec
-from tokenmill.token_counts import pack_counts
+from tokenmill.evaluation.references import load_reference
+from tokenmill.training.spec import resolve_spec
+from tokenmill.evaluation.token_counts import pack_counts
 
 LIMITS = {"max_bytes": 10**8, "max_line_bytes": 10**6}
 NAME = "priced"
@@ -60,7 +61,7 @@ def priced(sessionmaker, store):
                             [b"def f(x):\n    return x\n" * 20], **LIMITS),
     }
     spec = resolve_spec({"vocab_size": 400})
-    tokenizer = training.train(spec, english + spanish)
+    tokenizer = with_tokenizers.train(spec, english + spanish)
     files, _ = artifact_files(spec, tokenizer)
     row = add_version(sessionmaker, store, team, NAME, spec, files, tokenizer.get_vocab_size())
     size = tokenizer.get_vocab_size(with_added_tokens=True)

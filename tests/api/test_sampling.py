@@ -11,11 +11,11 @@ from tests.api.dashboard import sign_in
 from tests.conftest import make_team
 from tests.integration.served import add_version
 from tests.text import flores_lines
-from tokenmill import training
-from tokenmill.export import artifact_files
-from tokenmill.sentencepiece_training import train_sentencepiece
-from tokenmill.spec import resolve_spec
-from tokenmill.trainer import version_contents
+from tokenmill.training import with_tokenizers
+from tokenmill.training.export import artifact_files
+from tokenmill.training.with_sentencepiece import train_sentencepiece
+from tokenmill.training.spec import resolve_spec
+from tokenmill.training.version_files import version_contents
 
 PROBLEM = "application/problem+json"
 LINES = flores_lines(80, languages=("eng_Latn", "spa_Latn"))
@@ -31,7 +31,7 @@ def version(sessionmaker, store, team, name: str, **spec) -> None:
         tokenizer = Tokenizer.from_str(result.tokenizer_json)
         files = version_contents(resolved, tokenizer, {"tokenizer.model": result.model, "tokenizer.vocab": result.vocab}, {})
     else:
-        tokenizer = training.train(resolved, LINES)
+        tokenizer = with_tokenizers.train(resolved, LINES)
         files, _ = artifact_files(resolved, tokenizer)
     add_version(sessionmaker, store, team, name, resolved, files, tokenizer.get_vocab_size())
 

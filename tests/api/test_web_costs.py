@@ -12,16 +12,16 @@ from tests.api.dashboard import sign_in
 from tests.conftest import make_team
 from tests.integration.served import add_version
 from tests.text import flores_lines
-from tokenmill import training
-from tokenmill.export import artifact_files
-from tokenmill.spec import resolve_spec
+from tokenmill.training import with_tokenizers
+from tokenmill.training.export import artifact_files
+from tokenmill.training.spec import resolve_spec
 
 LINES = flores_lines(80, languages=("eng_Latn", "spa_Latn"))
 
 
 def version(sessionmaker, store, team, name: str, **spec) -> None:
     resolved = resolve_spec({"vocab_size": 300, **spec})
-    tokenizer = training.train(resolved, LINES)
+    tokenizer = with_tokenizers.train(resolved, LINES)
     files, _ = artifact_files(resolved, tokenizer)
     add_version(sessionmaker, store, team, name, resolved, files, tokenizer.get_vocab_size())
 

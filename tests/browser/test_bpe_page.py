@@ -10,10 +10,10 @@ from tests.browser.conftest import PHONE, screenshot
 from tests.browser.test_dashboards import assert_labelled
 from tests.integration.served import add_version
 from tests.text import flores_lines
-from tokenmill import training
+from tokenmill.training import with_tokenizers
 from tokenmill.db import transaction
-from tokenmill.export import artifact_files
-from tokenmill.spec import resolve_spec
+from tokenmill.training.export import artifact_files
+from tokenmill.training.spec import resolve_spec
 from tokenmill.teams import team_by_name
 
 
@@ -73,7 +73,7 @@ def test_a_stored_version_replays_on_a_corpus_sample(browse, team, api, sessionm
     corpus = api.post("/v1/corpora", data={"name": "flores-sample", "domain": "news", "language": "eng_Latn"},
                       files={"file": ("sample.txt", "\n".join(texts).encode())}).json()
     spec = resolve_spec({"vocab_size": 400})
-    tokenizer = training.train(spec, texts)
+    tokenizer = with_tokenizers.train(spec, texts)
     files, _ = artifact_files(spec, tokenizer)
     name = f"replay-{uuid.uuid4().hex[:6]}"
     with transaction(sessionmaker) as session:

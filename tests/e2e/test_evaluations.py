@@ -8,7 +8,7 @@ from tests.stack import unique
 from tests.e2e.test_walking_skeleton import wait_for_job
 from tests.services import CORPORA, FIXTURES
 from tests.waiting import finished
-from tokenmill.references import load_reference
+from tokenmill.evaluation.references import load_reference
 
 
 def upload_head(http, path, n, **fields):
@@ -70,8 +70,8 @@ def test_evaluations_dashboard_and_playground(http, tmp_path):
 def test_a_large_corpus_is_measured_by_worker_processes_of_the_celery_worker(http):
     """Past 16 batches a corpus is measured by shard processes that the Celery worker's child
     starts (not multiprocessing: a daemonic child may not); the numbers equal tiktoken's own."""
-    from tokenmill.evaluation import BATCH_LINES, SHARD_AFTER
-    from tokenmill.words import count_words
+    from tokenmill.evaluation.measuring import BATCH_LINES, SHARD_AFTER
+    from tokenmill.corpora.words import count_words
 
     path = CORPORA / "manpages" / "eng_Latn.txt"
     with path.open(encoding="utf-8") as handle:

@@ -6,8 +6,8 @@ import uuid
 
 from tokenmill.db import transaction
 from tokenmill.models import Team, TokenizerVersion
-from tokenmill.pipeline import lineage
-from tokenmill.spec import TrainingSpec
+from tokenmill.jobs.pipeline import lineage
+from tokenmill.training.spec import TrainingSpec
 
 
 def add_version(sessionmaker, store, team: Team, name: str, spec: TrainingSpec, files: dict[str, bytes],

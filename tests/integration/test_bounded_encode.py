@@ -16,9 +16,9 @@ import pytest
 
 from tests.integration.served import add_version
 from tests.stack import api_process
-from tokenmill import training
+from tokenmill.training import with_tokenizers
 from tokenmill.db import transaction
-from tokenmill.spec import resolve_spec
+from tokenmill.training.spec import resolve_spec
 from tokenmill.teams import create_team
 
 TIMEOUT = 3  # TOKENMILL_ENCODE_TIMEOUT_SECONDS of the API under test
@@ -27,7 +27,7 @@ LINES = ["the boy plays in the garden", "bbb ccc !!! 1234", "tokenizers turn tex
 
 
 def tokenizer_files(regex: str | None) -> tuple[dict[str, bytes], int]:
-    tokenizer = training.train(resolve_spec({"vocab_size": 300}), LINES)
+    tokenizer = with_tokenizers.train(resolve_spec({"vocab_size": 300}), LINES)
     data = json.loads(tokenizer.to_str())
     if regex:
         data["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = regex

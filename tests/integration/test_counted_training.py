@@ -11,14 +11,14 @@ import pytest
 from sqlalchemy import func, select
 
 from tests.stack import process_env
-from tokenmill import piece_counts
-from tokenmill.counted_training import Counting, Helpers, _plan, count_claimed_parts
+from tokenmill.training import piece_counts
+from tokenmill.training.counted import Counting, Helpers, _plan, count_claimed_parts
 from tokenmill.db import transaction
-from tokenmill.ingest import CorpusFields, ingest_corpus
-from tokenmill.jobs import submit_job
-from tokenmill.lifecycle import WorkLimits, claim
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.jobs.submission import submit_job
+from tokenmill.work.lifecycle import WorkLimits, claim
 from tokenmill.models import CountPart, TokenizerVersion, TrainingJob
-from tokenmill.pipeline import job_prefix, run_training_job
+from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.teams import create_team
 
 WORDS = ["the", "there", "then", "lower", "lowest", "día", "niño", "日本語", "добрый", "1999", "2026", "3.14",
@@ -102,7 +102,7 @@ def test_any_number_of_workers_and_parts_give_the_files_of_one(sessionmaker, sto
 
 
 def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team_and_corpora, monkeypatch):
-    from tokenmill import counted_training
+    from tokenmill.training import counted
 
     team, corpora = team_and_corpora
     spec = {**RUSTBPE, "counting": "distributed"}
@@ -110,7 +110,7 @@ def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team
     # A helper claims part 0 and dies (its row stays 'running', untouched): the coordinator
     # takes it over once it has been silent for `silent_after`.
     def dispatch(job_id, attempt, prefix, count):
-        assert counted_training._claim(sessionmaker, job_id, attempt, WorkLimits()) is not None
+        assert counted._claim(sessionmaker, job_id, attempt, WorkLimits()) is not None
 
     limits = WorkLimits(silent_after=1)
     job_id = _job(sessionmaker, team, corpora, spec)
@@ -121,9 +121,9 @@ def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team
 
 HELP_ONCE = """
 import sys, uuid
-from tokenmill.counted_training import help_counting
+from tokenmill.training.counted import help_counting
 from tokenmill.db import make_engine, make_sessionmaker
-from tokenmill.lifecycle import WorkLimits, claim
+from tokenmill.work.lifecycle import WorkLimits, claim
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
 settings = get_settings()

@@ -14,7 +14,7 @@ from tests.faults.proxy import proxy_to
 from tests.integration.served import add_version
 from tests.stack import api_process
 from tokenmill.db import transaction
-from tokenmill.spec import resolve_spec
+from tokenmill.training.spec import resolve_spec
 from tokenmill.teams import create_team
 
 BIG = 48 * 1024**2  # far more than the socket buffers between S3, the API and the client hold

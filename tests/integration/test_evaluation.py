@@ -7,11 +7,11 @@ from sqlalchemy import select
 
 from tests.services import FIXTURES
 from tokenmill.db import transaction
-from tokenmill.ingest import CorpusFields, ingest_corpus
-from tokenmill.jobs import submit_job
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.jobs.submission import submit_job
 from tokenmill.models import Evaluation, TokenizerVersion
-from tokenmill.pipeline import run_training_job
-from tokenmill.reports import fertility_matrix, version_evaluations
+from tokenmill.jobs.pipeline import run_training_job
+from tokenmill.evaluation.reports import fertility_matrix, version_evaluations
 from tokenmill.teams import create_team
 
 METRIC_KEYS = {"tokens", "words", "characters", "bytes", "fertility", "chars_per_token", "bytes_per_token",
@@ -99,8 +99,8 @@ def test_dashboard_cells_sum_tokens_over_words_per_domain(sessionmaker, trained)
 
 def test_no_premium_when_a_parallel_corpus_is_not_line_aligned(sessionmaker, store, trained):
     team, corpora, version = trained
-    from tokenmill.evaluation_pipeline import run_evaluation
-    from tokenmill.evaluation_runs import submit_run
+    from tokenmill.evaluation.pipeline import run_evaluation
+    from tokenmill.evaluation.runs import submit_run
 
     short = ingest_corpus(sessionmaker, store, team, CorpusFields("flores-fra-short", "news", "fra_Latn", parallel_group="flores"),
                           [head(FIXTURES / "parallel_flores200_dev" / "fra_Latn.txt", 150)], **LIMITS)

@@ -10,16 +10,16 @@ from sqlalchemy import select
 from tokenizers import Tokenizer
 
 from tests.text import flores_lines
-from tokenmill.cost_report import measured_costs
+from tokenmill.playground.cost_report import measured_costs
 from tokenmill.db import transaction
-from tokenmill.evaluation import BATCH_LINES, SHARD_AFTER
-from tokenmill.ingest import CorpusFields, ingest_corpus
-from tokenmill.jobs import submit_job
+from tokenmill.evaluation.measuring import BATCH_LINES, SHARD_AFTER
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.jobs.submission import submit_job
 from tokenmill.models import Evaluation, Team, TokenizerVersion
-from tokenmill.pipeline import run_training_job
-from tokenmill.references import REFERENCE_NAMES
+from tokenmill.jobs.pipeline import run_training_job
+from tokenmill.evaluation.references import REFERENCE_NAMES
 from tokenmill.teams import create_team
-from tokenmill.token_counts import CLIP, unpack_counts
+from tokenmill.evaluation.token_counts import CLIP, unpack_counts
 
 LIMITS = {"max_bytes": 10**9, "max_line_bytes": 10**6}
 SMALL = flores_lines(200, languages=("eng_Latn",))

@@ -9,8 +9,8 @@ from sqlalchemy import select
 from tests.services import CORPORA
 from tests.stack import process_env, unique
 from tokenmill.db import transaction
-from tokenmill.ingest import CorpusFields, ingest_corpus
-from tokenmill.jobs import submit_job
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.jobs.submission import submit_job
 from tokenmill.models import TrainingJob
 from tokenmill.teams import create_team
 
@@ -18,8 +18,8 @@ CAP = 300 * 2**20
 RUN_ONE_JOB = """
 import sys, uuid
 from tokenmill.db import make_engine, make_sessionmaker
-from tokenmill.lifecycle import WorkLimits
-from tokenmill.pipeline import run_training_job
+from tokenmill.work.lifecycle import WorkLimits
+from tokenmill.jobs.pipeline import run_training_job
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
 settings = get_settings()

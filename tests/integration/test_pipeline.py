@@ -7,14 +7,14 @@ import pytest
 from sqlalchemy import select, update
 
 from tokenmill.db import transaction, utcnow
-from tokenmill.ingest import CorpusFields, ingest_corpus
-from tokenmill.jobs import cancel_job, submit_job
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.jobs.submission import cancel_job, submit_job
 from tokenmill.models import TokenizerVersion, TrainingJob
-from tokenmill.lifecycle import WORKER_DIED, Claim, WorkLimits, claim
-from tokenmill.pipeline import job_prefix, run_training_job
+from tokenmill.work.lifecycle import WORKER_DIED, Claim, WorkLimits, claim
+from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.settings import Settings
 from tokenmill.store import ObjectNotFound
-from tokenmill.sweeper import Senders, sweep
+from tokenmill.jobs.sweeper import Senders, sweep
 from tokenmill.teams import create_team
 
 
@@ -107,8 +107,8 @@ def test_sweeper_resends_lost_jobs_retries_silent_ones_and_fails_the_exhausted(s
 
 def test_a_silent_job_is_taken_over_by_its_redelivery_and_the_old_attempt_can_no_longer_write(
         sessionmaker, store, team_and_corpus):
-    from tokenmill.lifecycle import JobCancelled
-    from tokenmill.progress import Reporter
+    from tokenmill.work.lifecycle import JobCancelled
+    from tokenmill.work.progress import Reporter
 
     team, corpus = team_and_corpus
     job_id = new_job(sessionmaker, team, corpus)
@@ -135,7 +135,7 @@ def test_a_job_whose_attempts_are_used_up_is_failed_at_its_next_claim(sessionmak
 
 
 def test_corpus_statistics_are_recorded_once(sessionmaker, store, team_and_corpus):
-    from tokenmill.corpus_stats import record_statistics
+    from tokenmill.corpora.statistics_runs import record_statistics
     from tokenmill.models import Corpus
 
     _, corpus = team_and_corpus
@@ -151,7 +151,7 @@ def test_corpus_statistics_are_recorded_once(sessionmaker, store, team_and_corpu
 
 
 def test_statistics_have_one_worker_at_a_time_and_the_sweeper_waits_for_it(sessionmaker, store, team_and_corpus):
-    from tokenmill.corpus_stats import record_statistics
+    from tokenmill.corpora.statistics_runs import record_statistics
     from tokenmill.models import Corpus
 
     _, corpus = team_and_corpus
@@ -209,7 +209,7 @@ class FlakyStore:
 
 
 def test_a_store_outage_requeues_the_job_then_it_succeeds(sessionmaker, store, team_and_corpus):
-    from tokenmill.lifecycle import TransientError
+    from tokenmill.work.lifecycle import TransientError
 
     team, corpus = team_and_corpus
     job_id = new_job(sessionmaker, team, corpus)

@@ -1,23 +1,23 @@
-"""A stored version's first merges replayed on a sample (tokenmill.bpe_replay), from the files training writes."""
+"""A stored version's first merges replayed on a sample (tokenmill.playground.bpe_replay), from the files training writes."""
 
 import json
 
 import pytest
 
 from tests.text import flores_lines
-from tokenmill import training
-from tokenmill.bpe_replay import parse_merges, pre_tokenize, read_sample, replay, sample_words, split_patterns
-from tokenmill.bpe_steps import DEFAULT_CORPUS, MAX_CHARACTERS, corpus_words, step_through
+from tokenmill.training import with_tokenizers
+from tokenmill.playground.bpe_replay import parse_merges, pre_tokenize, read_sample, replay, sample_words, split_patterns
+from tokenmill.playground.bpe_steps import DEFAULT_CORPUS, MAX_CHARACTERS, corpus_words, step_through
 from tokenmill.errors import InvalidInput
-from tokenmill.export import bpe_files
-from tokenmill.spec import resolve_spec
+from tokenmill.training.export import bpe_files
+from tokenmill.training.spec import resolve_spec
 
 TEXTS = flores_lines(20, languages=("eng_Latn",))
 
 
 def trained(**spec) -> str:
     """tokenizer.json of a version trained on TEXTS, as a worker writes it."""
-    return training.train(resolve_spec({"vocab_size": 350, **spec}), TEXTS).to_str()
+    return with_tokenizers.train(resolve_spec({"vocab_size": 350, **spec}), TEXTS).to_str()
 
 
 def replayed(tokenizer_json: str, steps: int = 60):

@@ -1,4 +1,4 @@
-"""The BPE step-through (tokenmill.bpe_steps): the seed article's worked example step by step, the
+"""The BPE step-through (tokenmill.playground.bpe_steps): the seed article's worked example step by step, the
 `tokenizers` tie-break against the real library, windows of states, and the bounds.
 
 The article (/work/shared/seeds/004_*) trains on low×5 lowest×2 newer×6 wider×3 new×2 with an
@@ -15,7 +15,7 @@ import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from tests.text import flores_lines
-from tokenmill.bpe_steps import (DEFAULT_CORPUS, END_OF_WORD, MAX_CHARACTERS, MAX_STEPS, count_pairs, corpus_words,
+from tokenmill.playground.bpe_steps import (DEFAULT_CORPUS, END_OF_WORD, MAX_CHARACTERS, MAX_STEPS, count_pairs, corpus_words,
                                  merge_tokens, step_through)
 from tokenmill.errors import InvalidInput
 
@@ -163,7 +163,7 @@ def test_a_window_of_states_is_the_same_states(monkeypatch):
     assert [s.step for s in window.states] == [20, 21, 22, 23, 24] and window.next_start == 25
     assert window.states == whole.states[20:25] and window.merges == whole.merges
     # Cut by the entry budget, the windows chain into every state exactly once.
-    monkeypatch.setattr("tokenmill.bpe_steps.MAX_ENTRIES", 2000)
+    monkeypatch.setattr("tokenmill.playground.bpe_steps.MAX_ENTRIES", 2000)
     chained, start = [], 0
     while start is not None:
         part = step_through(text, 60, start=start)

@@ -13,10 +13,10 @@ import tokenmill
 
 
 def compiled_functions():
-    for info in pkgutil.iter_modules(tokenmill.__path__):
-        if info.name == "__main__":
+    for info in pkgutil.walk_packages(tokenmill.__path__, "tokenmill."):
+        if info.name == "tokenmill.__main__":
             continue
-        module = importlib.import_module(f"tokenmill.{info.name}")
+        module = importlib.import_module(info.name)
         for name, value in vars(module).items():
             if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module.__name__:
                 yield module, name, value

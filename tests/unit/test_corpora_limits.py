@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from tokenmill.corpora import LineSplitter, decompressed, iter_lines
+from tokenmill.corpora.reading import LineSplitter, decompressed, iter_lines
 from tokenmill.errors import InvalidCorpus
 from tokenmill.store import CHUNK, ChunkReader
 

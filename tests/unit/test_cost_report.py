@@ -4,7 +4,7 @@ per-id counts and the ghost-token aggregation over them."""
 import numpy as np
 import pytest
 
-from tokenmill.cost_probes import (
+from tokenmill.playground.cost_probes import (
     INDENTS,
     NUMBERS,
     TRAILING,
@@ -14,10 +14,10 @@ from tokenmill.cost_probes import (
     grouping_numbers,
     probe,
 )
-from tokenmill.cost_report import ghost_summary, is_base_token, reference_probes
-from tokenmill.metrics import MetricsAccumulator
-from tokenmill.references import load_reference
-from tokenmill.token_counts import CLIP, MAX_CHARS, combined_counts, pack_counts, unpack_counts
+from tokenmill.playground.cost_report import ghost_summary, is_base_token, reference_probes
+from tokenmill.evaluation.metrics import MetricsAccumulator
+from tokenmill.evaluation.references import load_reference
+from tokenmill.evaluation.token_counts import CLIP, MAX_CHARS, combined_counts, pack_counts, unpack_counts
 
 
 def characters(text: str) -> list[tuple[int, int]]:

@@ -7,17 +7,17 @@ from pathlib import Path
 import pytest
 
 from tests.combinations import COMBINATIONS
-from tokenmill.spec import resolve_spec
-from tokenmill.training import determinism
+from tokenmill.training.spec import resolve_spec
+from tokenmill.training.with_tokenizers import determinism
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = """
 import hashlib, json, sys
-from tokenmill.spec import resolve_spec
-from tokenmill.trainer import TrainedFiles
-from tokenmill import training
-from tokenmill.export import artifact_files
-from tokenmill.sentencepiece_training import train_sentencepiece
+from tokenmill.training.spec import resolve_spec
+from tokenmill.training.version_files import TrainedFiles
+from tokenmill.training import with_tokenizers
+from tokenmill.training.export import artifact_files
+from tokenmill.training.with_sentencepiece import train_sentencepiece
 from tests.services import FIXTURES
 lines = []
 for lang in ("eng_Latn", "deu_Latn", "zho_Hans", "arb_Arab"):
@@ -26,7 +26,7 @@ spec = resolve_spec(json.loads(sys.argv[1]))
 if spec.library == "sentencepiece":
     data = train_sentencepiece(spec, lines).model
 else:
-    files, _ = artifact_files(spec, training.train(spec, lines))
+    files, _ = artifact_files(spec, with_tokenizers.train(spec, lines))
     data = b"".join(files[name] for name in sorted(files))
 print(hashlib.sha256(data).hexdigest())
 """

@@ -7,18 +7,18 @@ import pytest
 
 from tokenizers import Tokenizer
 
-from tokenmill import training
-from tokenmill.encoders import TokenizersEncoder, proven_encoder, reference_encoder, version_encoders
-from tokenmill.evaluation import curve_sizes, measure, vocab_curve
-from tokenmill.trainer import version_contents
-from tokenmill.spec import resolve_spec
+from tokenmill.training import with_tokenizers
+from tokenmill.evaluation.encoders import TokenizersEncoder, proven_encoder, reference_encoder, version_encoders
+from tokenmill.evaluation.measuring import curve_sizes, measure, vocab_curve
+from tokenmill.training.version_files import version_contents
+from tokenmill.training.spec import resolve_spec
 from tests.text import flores_lines as lines
 
 
 @pytest.fixture(scope="module")
 def bytebpe_files():
     spec = resolve_spec({"vocab_size": 3000})
-    return version_contents(spec, training.train(spec, lines()), {}, {})
+    return version_contents(spec, with_tokenizers.train(spec, lines()), {}, {})
 
 
 def test_tiktoken_engine_gives_the_same_metrics_as_tokenizers(bytebpe_files):
@@ -62,7 +62,7 @@ def test_curve_sizes_double_up_to_the_vocabulary():
                                                          "byte_fallback": True}])
 def test_vocab_curve_truncates_merges_and_fertility_falls(spec):
     resolved = resolve_spec(spec)
-    tokenizer = training.train(resolved, lines())
+    tokenizer = with_tokenizers.train(resolved, lines())
     files = version_contents(resolved, tokenizer, {}, {})
     curve = vocab_curve(files, json.loads(files["manifest.json"]), lines(50, offset=400))
     model = json.loads(files["tokenizer.json"])["model"]
@@ -78,15 +78,15 @@ def test_vocab_curve_truncates_merges_and_fertility_falls(spec):
 
 @pytest.mark.parametrize("algorithm", ["unigram", "bpe"])
 def test_sentencepiece_engine_matches_its_tokenizer_json(algorithm, monkeypatch):
-    from tokenmill.encoders import SentencePieceEncoder, TokenizersEncoder
-    from tokenmill.sentencepiece_training import train_sentencepiece
+    from tokenmill.evaluation.encoders import SentencePieceEncoder, TokenizersEncoder
+    from tokenmill.training.with_sentencepiece import train_sentencepiece
 
     spec = resolve_spec({"library": "sentencepiece", "algorithm": algorithm, "vocab_size": 3000, "byte_fallback": True})
     result = train_sentencepiece(spec, lines())
     files = {"tokenizer.model": result.model, "tokenizer.json": result.tokenizer_json.encode(), "manifest.json": b"{}"}
     engine, fast = version_encoders("spm", files, {})
     assert isinstance(engine, SentencePieceEncoder) and engine.engine == "sentencepiece"
-    # Also a word at a time (tokenmill.word_cache), to be proven on each corpus.
+    # Also a word at a time (tokenmill.evaluation.word_cache), to be proven on each corpus.
     assert fast is not None and fast.engine == "sentencepiece+word cache"
     reference = TokenizersEncoder("spm", Tokenizer.from_str(result.tokenizer_json))
     held_out = lines(60, offset=500) + ["tabs\tand  spaces ", "  leading", "emoji 👋🏽 and 東京", "ascii only"]
@@ -100,7 +100,7 @@ def test_sentencepiece_engine_matches_its_tokenizer_json(algorithm, monkeypatch)
         plain = ~np.isin(ours_batch.flat, list(encoder.byte_fallback_ids))
         assert (ours_batch.spans[plain] == theirs_batch.spans[plain]).all()
         ours = measure(encoder, held_out)
-        import tokenmill.evaluation as evaluation
+        import tokenmill.evaluation.measuring as evaluation
 
         with monkeypatch.context() as patch:
             patch.setattr(evaluation, "SHARD_PROCESSES", 2)
@@ -112,7 +112,7 @@ def test_sentencepiece_engine_matches_its_tokenizer_json(algorithm, monkeypatch)
 
 
 def test_sentencepiece_without_byte_fallback_is_measured_through_tokenizer_json():
-    from tokenmill.sentencepiece_training import train_sentencepiece
+    from tokenmill.training.with_sentencepiece import train_sentencepiece
 
     spec = resolve_spec({"library": "sentencepiece", "algorithm": "unigram", "vocab_size": 3000})
     result = train_sentencepiece(spec, lines())
@@ -122,7 +122,7 @@ def test_sentencepiece_without_byte_fallback_is_measured_through_tokenizer_json(
 
 
 def test_measuring_in_processes_gives_the_same_metrics(bytebpe_files, monkeypatch):
-    import tokenmill.evaluation as evaluation
+    import tokenmill.evaluation.measuring as evaluation
 
     _, fast = version_encoders("v", bytebpe_files, json.loads(bytebpe_files["manifest.json"]))
     text = lines(200, offset=300)
@@ -135,7 +135,7 @@ def test_measuring_in_processes_gives_the_same_metrics(bytebpe_files, monkeypatc
     spread = measure(fast, text)
     assert spread == here
     # The worker processes stay for the next measurement; one that died is replaced.
-    from tokenmill import shards
+    from tokenmill.evaluation import shards
 
     workers = shards.start(2)
     assert measure(fast, text) == here and shards.start(2) == workers
@@ -149,8 +149,8 @@ def test_measuring_in_processes_gives_the_same_metrics(bytebpe_files, monkeypatc
 def test_a_worker_that_dies_fails_the_measurement_and_frees_its_feeders(bytebpe_files, monkeypatch):
     import threading
 
-    import tokenmill.evaluation as evaluation
-    from tokenmill import shards
+    import tokenmill.evaluation.measuring as evaluation
+    from tokenmill.evaluation import shards
 
     _, fast = version_encoders("v", bytebpe_files, json.loads(bytebpe_files["manifest.json"]))
     text = lines(60, offset=300)
@@ -170,7 +170,7 @@ def test_a_worker_that_dies_fails_the_measurement_and_frees_its_feeders(bytebpe_
 
 
 def test_a_worker_dead_before_the_measurement_fails_it_as_a_worker_failure(bytebpe_files, monkeypatch):
-    from tokenmill import shards
+    from tokenmill.evaluation import shards
 
     _, fast = version_encoders("v", bytebpe_files, json.loads(bytebpe_files["manifest.json"]))
     workers = shards.start(2)
@@ -186,7 +186,7 @@ def test_a_worker_dead_before_the_measurement_fails_it_as_a_worker_failure(byteb
 def test_a_forked_child_leaves_its_parents_workers_alone():
     import os
 
-    from tokenmill import shards
+    from tokenmill.evaluation import shards
 
     workers = shards.start(2)
     pid = os.fork()

@@ -7,20 +7,20 @@ import uuid
 
 import pytest
 
-import tokenmill.encoders as encoders
-import tokenmill.evaluation as evaluation
+import tokenmill.evaluation.encoders as encoders
+import tokenmill.evaluation.measuring as evaluation
 from tests.text import flores_lines as lines
-from tokenmill import training
+from tokenmill.training import with_tokenizers
 from tokenmill.models import Corpus
 from tokenmill.settings import Settings, get_settings
-from tokenmill.spec import resolve_spec
-from tokenmill.trainer import version_contents
+from tokenmill.training.spec import resolve_spec
+from tokenmill.training.version_files import version_contents
 
 
 @pytest.fixture(scope="module")
 def bytebpe_files():
     spec = resolve_spec({"vocab_size": 2000})
-    return version_contents(spec, training.train(spec, lines(200)), {}, {})
+    return version_contents(spec, with_tokenizers.train(spec, lines(200)), {}, {})
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def test_one_evaluation_thread_means_no_thread_and_no_process(threads, monkeypat
     threads(1)
     monkeypatch.setattr(evaluation, "SHARD_AFTER", 1)
     monkeypatch.setattr(evaluation, "BATCH_LINES", 16)
-    import tokenmill.shards as shards
+    import tokenmill.evaluation.shards as shards
 
     def no_processes(*args):
         raise AssertionError("measured in processes")
@@ -99,7 +99,7 @@ def test_the_setting_is_the_number_of_measuring_processes(threads, monkeypatch):
     threads(3)
     monkeypatch.setattr(evaluation, "SHARD_AFTER", 1)
     monkeypatch.setattr(evaluation, "BATCH_LINES", 16)
-    import tokenmill.shards as shards
+    import tokenmill.evaluation.shards as shards
 
     asked = []
     monkeypatch.setattr(shards, "measure_in_processes", lambda encoder, batches, processes: asked.append(processes) or {})

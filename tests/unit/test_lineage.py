@@ -5,8 +5,8 @@ import uuid
 from importlib.metadata import version
 
 from tests.services import REPO
-from tokenmill.pipeline import LIBRARIES, LOADS_WITH, lineage
-from tokenmill.spec import resolve_spec
+from tokenmill.jobs.pipeline import LIBRARIES, LOADS_WITH, lineage
+from tokenmill.training.spec import resolve_spec
 
 
 def pins() -> dict[str, str]:

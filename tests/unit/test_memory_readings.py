@@ -6,8 +6,8 @@ import time
 
 import psutil
 
-from tokenmill import lifecycle
-from tokenmill.progress import PeakMemory
+from tokenmill.work import lifecycle
+from tokenmill.work.progress import PeakMemory
 
 HOLD = 200 * 2**20
 # A child that holds HOLD bytes (touched, so resident) until its stdin closes.

@@ -7,8 +7,8 @@ import pytest
 import regex
 import rustbpe
 
-from tokenmill.merge_learner import learn_merges
-from tokenmill.references import PATTERNS
+from tokenmill.training.merge_learner import learn_merges
+from tokenmill.training.patterns import PATTERNS
 
 WORDS = ["the", "there", "then", "low", "lower", "lowest", "día", "niño", "日本語", "東京", "добрый", "مرحبا",
          "1999", "2026", "3.14", "  ", "\t", "def", "return", "x_1", "(a+b)", "aaaa", "abab", "!!", "🙂"]

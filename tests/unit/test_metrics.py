@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from tokenmill import metrics
-from tokenmill.metrics import MetricsAccumulator, continued_words
-from tokenmill.reports import premium
-from tokenmill.words import PER_CHARACTER, WHITESPACE
+from tokenmill.evaluation import metrics
+from tokenmill.evaluation.metrics import MetricsAccumulator, continued_words
+from tokenmill.evaluation.reports import premium
+from tokenmill.corpora.words import PER_CHARACTER, WHITESPACE
 
 UNK = 0
 BYTE_IDS = frozenset(range(100, 356))  # <0x00> … <0xFF>, as a byte-fallback vocabulary has
@@ -58,7 +58,7 @@ def test_counts_and_ratios_by_hand():
 
 
 def test_result_has_exactly_the_design_keys():
-    # Plus the clipped per-id counts behind the cost report's ghost tokens (tokenmill.token_counts).
+    # Plus the clipped per-id counts behind the cost report's ghost tokens (tokenmill.evaluation.token_counts).
     assert set(accumulate(LINES)) - {"token_counts"} == {
         "tokens", "words", "characters", "bytes", "fertility", "chars_per_token",
         "bytes_per_token", "continued_word_rate", "unk_rate", "byte_fallback_rate",

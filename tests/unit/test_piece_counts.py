@@ -5,8 +5,8 @@ from collections import Counter
 
 import pytest
 
-from tokenmill import piece_counts
-from tokenmill.corpora import corpus_documents
+from tokenmill.training import piece_counts
+from tokenmill.corpora.reading import corpus_documents
 from tokenmill.models import Corpus
 from tokenmill.store import LocalStore
 

@@ -7,9 +7,9 @@ import subprocess
 import pytest
 
 from tests.combinations import TORTURE
-from tokenmill.encoders import reference_encoder
-from tokenmill.playground import encode_with_reference
-from tokenmill.references import REFERENCE_NAMES
+from tokenmill.evaluation.encoders import reference_encoder
+from tokenmill.playground.encode import encode_with_reference
+from tokenmill.evaluation.references import REFERENCE_NAMES
 
 ALPHABET = "ab Z1 \t\n👋东京ïé\u0301🧑‍🤝‍🧑"
 
@@ -27,6 +27,6 @@ def test_ids_and_spans_equal_the_engine(name):
 
 
 def test_the_api_imports_no_evaluation_engine():
-    probe = "import sys, service.app; print(sorted(m for m in ('numba', 'tokenmill.evaluation', 'tokenmill.metrics') if m in sys.modules))"
+    probe = "import sys, service.app; print(sorted(m for m in ('numba', 'tokenmill.evaluation.measuring', 'tokenmill.evaluation.metrics') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr

@@ -12,9 +12,10 @@ import tiktoken_ext.openai_public as openai_public
 from tokenizers import Regex, pre_tokenizers
 
 from tests.services import FIXTURES
-from tokenmill import references
-from tokenmill.references import (
-    PATTERNS,
+from tokenmill.evaluation import references
+from tokenmill.training import patterns
+from tokenmill.training.patterns import PATTERNS
+from tokenmill.evaluation.references import (
     REFERENCE_NAMES,
     ReferenceFileError,
     load_reference,
@@ -86,8 +87,8 @@ def test_matches_tiktoken_definition(name, tiktoken_definition):
 
 
 def test_copied_patterns_are_tiktokens(tiktoken_definition):
-    assert references.CL100K_PAT_STR == tiktoken_definition("cl100k_base")["pat_str"]
-    assert references.O200K_PAT_STR == tiktoken_definition("o200k_base")["pat_str"]
+    assert patterns.CL100K_PAT_STR == tiktoken_definition("cl100k_base")["pat_str"]
+    assert patterns.O200K_PAT_STR == tiktoken_definition("o200k_base")["pat_str"]
 
 
 def test_sha256_mismatch_fails_loudly(monkeypatch, fresh_cache):
@@ -137,6 +138,6 @@ def test_oniguruma_split_matches_tiktoken_split(preset, tiktoken_definition):
 
 def test_tiktoken_pattern_does_not_work_unchanged_in_oniguruma():
     # Why PATTERNS["cl100k"] differs from tiktoken's: "{1,3}+" is not possessive in Oniguruma.
-    split = pre_tokenizers.Split(Regex(references.CL100K_PAT_STR), behavior="isolated")
+    split = pre_tokenizers.Split(Regex(patterns.CL100K_PAT_STR), behavior="isolated")
     assert [piece for piece, _ in split.pre_tokenize_str("1234567")] == ["1234567"]
-    assert regex.findall(references.CL100K_PAT_STR, "1234567") == ["123", "456", "7"]
+    assert regex.findall(patterns.CL100K_PAT_STR, "1234567") == ["123", "456", "7"]

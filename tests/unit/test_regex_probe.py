@@ -6,9 +6,9 @@ import time
 import pytest
 
 from tokenmill.errors import InvalidInput
-from tokenmill.references import PATTERNS
-from tokenmill.regex_probe import pieces, probe_texts
-from tokenmill.spec import REGEX_PROBE_REPEAT, resolve_spec
+from tokenmill.training.patterns import PATTERNS
+from tokenmill.encoding.regex_probe import pieces, probe_texts
+from tokenmill.training.spec import REGEX_PROBE_REPEAT, resolve_spec
 
 CATASTROPHIC = ["(b+)+c", "(a|a)*b", "(x+x+)+y", r"(ab)*(ab)*(ab)*(ab)*x", r"(\w+\s?)+$", r"(\p{L}+)+!"]
 

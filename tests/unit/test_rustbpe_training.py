@@ -14,13 +14,13 @@ from tests.combinations import TORTURE
 from tests.loaders import encoders
 from tests.services import FIXTURES
 from tests.text import flores_lines
-from tokenmill import training
+from tokenmill.training import with_tokenizers
 from tokenmill.errors import InvalidCorpus
-from tokenmill.references import PATTERNS
-from tokenmill.rustbpe_training import check_pattern, merge_pairs, refusal, train_rustbpe
-from tokenmill.spec import resolve_spec
-from tokenmill.tiktoken_format import BYTE_DECODER
-from tokenmill.trainer import version_contents
+from tokenmill.training.patterns import PATTERNS
+from tokenmill.training.with_rustbpe import check_pattern, merge_pairs, refusal, train_rustbpe
+from tokenmill.training.spec import resolve_spec
+from tokenmill.training.tiktoken_format import BYTE_DECODER
+from tokenmill.training.version_files import version_contents
 
 REPO = Path(__file__).resolve().parents[2]
 LANGUAGES = ("eng_Latn", "spa_Latn", "deu_Latn", "rus_Cyrl", "ell_Grek", "arb_Arab", "hin_Deva", "tha_Thai",
@@ -99,7 +99,7 @@ def test_vocabulary_is_the_spec_size_with_specials_then_bytes_as_tokenizers_numb
     tokenizer = train_rustbpe(spec, training_lines)
     assert tokenizer.get_vocab_size() == 2500
     assert sorted(tokenizer.get_vocab().values()) == list(range(2500))
-    expected = json.loads(training.train(spec, training_lines).to_str())
+    expected = json.loads(with_tokenizers.train(spec, training_lines).to_str())
     data = json.loads(tokenizer.to_str())
     # Normalizer, pre-tokenizer, decoder, added tokens, model options: all as tokenizers trains them.
     assert {k: v for k, v in data.items() if k != "model"} == {k: v for k, v in expected.items() if k != "model"}
@@ -176,9 +176,9 @@ def test_normalization_and_lowercase_are_applied_before_training(training_lines,
 TRAIN = """
 import hashlib, sys
 from tests.services import FIXTURES
-from tokenmill.rustbpe_training import train_rustbpe
-from tokenmill.spec import resolve_spec
-from tokenmill.trainer import version_contents
+from tokenmill.training.with_rustbpe import train_rustbpe
+from tokenmill.training.spec import resolve_spec
+from tokenmill.training.version_files import version_contents
 lines = []
 for lang in ("eng_Latn", "deu_Latn", "zho_Hans", "arb_Arab"):
     lines += (FIXTURES / "parallel_flores200_dev" / f"{lang}.txt").read_text().splitlines()[:300]
@@ -202,7 +202,7 @@ def test_merges_are_near_those_of_tokenizers_and_compress_as_well(training_lines
     # Both take the most frequent pair and break ties by lower id, but number single bytes differently
     # (raw byte value here, GPT-2 character there), so equal counts can be merged in another order.
     spec = resolve_spec({"vocab_size": 4000})
-    ours, theirs = train_rustbpe(spec, training_lines), training.train(spec, training_lines)
+    ours, theirs = train_rustbpe(spec, training_lines), with_tokenizers.train(spec, training_lines)
     assert theirs.get_vocab_size() == ours.get_vocab_size() == 4000  # min_frequency 2 did not stop tokenizers
     mine, reference = set(ours.get_vocab()), set(theirs.get_vocab())
     assert len(mine & reference) / len(reference) > 0.99
@@ -269,7 +269,7 @@ def test_a_document_the_regex_engine_gives_up_on_fails_with_a_message_and_the_ne
 def test_texts_cross_the_pipe_whole_in_batches():
     import io
 
-    from tokenmill.rustbpe_training import read_texts, write_texts
+    from tokenmill.training.with_rustbpe import read_texts, write_texts
 
     texts = ["a", "", "héllo\nworld", "\ud800 lone", "日本語" * 1000, "\x00"]
     pipe = io.BytesIO()

@@ -8,9 +8,9 @@ import time
 import pytest
 from tokenizers import Tokenizer
 
-from tokenmill import training
-from tokenmill.sandbox import Busy, Failed, OverMemory, Sandbox, TimedOut
-from tokenmill.spec import resolve_spec
+from tokenmill.training import with_tokenizers
+from tokenmill.encoding.sandbox import Busy, Failed, OverMemory, Sandbox, TimedOut
+from tokenmill.training.spec import resolve_spec
 
 CATASTROPHIC = "(b+)+c"
 SLOW_TEXT = ("b" * 23 + "!") * 200  # about 0.3 s of Oniguruma's backtracking per run: a minute in all
@@ -20,7 +20,7 @@ GENEROUS = 20  # seconds past a limit that a loaded machine may take to notice i
 @pytest.fixture(scope="module")
 def tokenizer_json() -> str:
     lines = ["the boy plays in the garden", "bbb ccc !!! 1234", "tokenizers turn text into numbers"] * 20
-    return training.train(resolve_spec({"vocab_size": 300}), lines).to_str()
+    return with_tokenizers.train(resolve_spec({"vocab_size": 300}), lines).to_str()
 
 
 @pytest.fixture(scope="module")

@@ -33,8 +33,8 @@ import json
 
 from tokenizers import Tokenizer
 
-from tokenmill.spec import resolve_spec
-from tokenmill.training import train
+from tokenmill.training.spec import resolve_spec
+from tokenmill.training.with_tokenizers import train
 
 UNK = "<unk>"  # added by the trainer for character-level BPE; takes one vocabulary slot
 MARK = "_"

@@ -19,9 +19,9 @@ from transformers import PreTrainedTokenizerFast
 
 from tests.services import FIXTURES
 from tokenmill.errors import InvalidInput
-from tokenmill.sampling import reservoir_sample as sample
-from tokenmill.sentencepiece_training import train_sentencepiece, trainer_options, vocab_file
-from tokenmill.spec import TrainingSpec, resolve_spec
+from tokenmill.training.sampling import reservoir_sample as sample
+from tokenmill.training.with_sentencepiece import train_sentencepiece, trainer_options, vocab_file
+from tokenmill.training.spec import TrainingSpec, resolve_spec
 
 FLORES = FIXTURES / "parallel_flores200_dev"
 TRAIN_LANGUAGES = ("eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva")
@@ -258,9 +258,9 @@ def test_sample_is_uniform_and_the_same_for_the_same_seed():
 SAMPLED_SPEC = {"library": "sentencepiece", "algorithm": "bpe", "vocab_size": 1500, "max_sentences": 600, "seed": 7}
 TRAIN_IN_A_NEW_PROCESS = f"""
 import hashlib, sys
-from tokenmill.sampling import reservoir_sample
-from tokenmill.sentencepiece_training import train_sentencepiece
-from tokenmill.spec import resolve_spec
+from tokenmill.training.sampling import reservoir_sample
+from tokenmill.training.with_sentencepiece import train_sentencepiece
+from tokenmill.training.spec import resolve_spec
 spec = resolve_spec({SAMPLED_SPEC!r})
 texts = reservoir_sample(sys.stdin.read().split("\\n"), spec.max_sentences, spec.seed)
 print(hashlib.sha256(train_sentencepiece(spec, texts).model).hexdigest())

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from tokenmill.errors import InvalidInput
-from tokenmill.spec import TrainingSpec, resolve_spec
+from tokenmill.training.spec import TrainingSpec, resolve_spec
 
 MAX_SPECIAL_TOKENS, MAX_SPECIAL_TOKEN_CHARS = 1000, 200  # the documented limits (README, "Limits")
 

@@ -9,12 +9,12 @@ from tokenizers import Tokenizer
 
 from tests.combinations import TORTURE
 from tests.text import flores_lines as lines
-from tokenmill import training
-from tokenmill.encoders import SentencePieceEncoder, TokenizersEncoder, reference_encoder, version_encoders
-from tokenmill.trainer import version_contents
-from tokenmill.sentencepiece_training import train_sentencepiece
-from tokenmill.spec import resolve_spec
-from tokenmill.spelling import Spelling
+from tokenmill.training import with_tokenizers
+from tokenmill.evaluation.encoders import SentencePieceEncoder, TokenizersEncoder, reference_encoder, version_encoders
+from tokenmill.training.version_files import version_contents
+from tokenmill.training.with_sentencepiece import train_sentencepiece
+from tokenmill.training.spec import resolve_spec
+from tokenmill.evaluation.spelling import Spelling
 
 # Lines built to leave the fast path: literal "▁", special-token and byte-token text, leading
 # spaces, characters no model saw, empty and blank lines.
@@ -27,7 +27,7 @@ ADVERSARIAL = TORTURE + [
 
 
 def tokenizers_encoder(spec: dict) -> TokenizersEncoder:
-    return TokenizersEncoder("v", training.train(resolve_spec({"vocab_size": 3000, **spec}), lines()))
+    return TokenizersEncoder("v", with_tokenizers.train(resolve_spec({"vocab_size": 3000, **spec}), lines()))
 
 
 def sentencepiece_encoder(algorithm: str) -> SentencePieceEncoder:
@@ -37,7 +37,7 @@ def sentencepiece_encoder(algorithm: str) -> SentencePieceEncoder:
 
 def rank_file_encoder():
     spec = resolve_spec({"vocab_size": 3000})
-    files = version_contents(spec, training.train(spec, lines()), {}, {})
+    files = version_contents(spec, with_tokenizers.train(spec, lines()), {}, {})
     return version_encoders("v", files, json.loads(files["manifest.json"]))[1]
 
 
@@ -115,7 +115,7 @@ def test_a_dummy_prefix_stands_for_no_byte():
 def test_only_whitespace_is_left_out_of_wordpiece_spelling():
     from tokenizers.pre_tokenizers import Whitespace
 
-    from tokenmill.spelling import _WHITE_SPACE
+    from tokenmill.evaluation.spelling import _WHITE_SPACE
 
     split = Whitespace()
     for code in range(0x3002):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tokenmill.statistics import CorpusStatistics
+from tokenmill.corpora.statistics import CorpusStatistics
 
 
 def statistics_of(lines, total_lines=None) -> CorpusStatistics:

@@ -1,4 +1,4 @@
-"""Subword regularisation (tokenmill.subword_sampling): seeded BPE-dropout and Unigram sampling over a
+"""Subword regularisation (tokenmill.encoding.subword_sampling): seeded BPE-dropout and Unigram sampling over a
 version's own pipeline (sentencepiece versions included), the options' bounds, the spec's recorded
 defaults and tokenizer.dropout.json, and evaluation left deterministic."""
 
@@ -11,15 +11,15 @@ import sentencepiece
 from pydantic import ValidationError
 from tokenizers import Tokenizer
 
-from tokenmill import training
-from tokenmill.encoders import version_encoders
+from tokenmill.training import with_tokenizers
+from tokenmill.evaluation.encoders import version_encoders
 from tokenmill.errors import InvalidInput
-from tokenmill.evaluation import measure
-from tokenmill.export import DROPOUT_FILE, artifact_files, manifest
-from tokenmill.sandbox import Sandbox
-from tokenmill.sentencepiece_training import train_sentencepiece
-from tokenmill.spec import resolve_spec
-from tokenmill.subword_sampling import BpeDropout, Sampling, SamplingOptions, TokenizersSampler, resolve, sampler
+from tokenmill.evaluation.measuring import measure
+from tokenmill.training.export import DROPOUT_FILE, artifact_files, manifest
+from tokenmill.encoding.sandbox import Sandbox
+from tokenmill.training.with_sentencepiece import train_sentencepiece
+from tokenmill.training.spec import resolve_spec
+from tokenmill.encoding.subword_sampling import BpeDropout, Sampling, SamplingOptions, TokenizersSampler, resolve, sampler
 from tests.text import flores_lines
 
 TRAIN = flores_lines(120)
@@ -39,8 +39,8 @@ LOSSLESS = ("byte-level bpe", "bpe + byte fallback", "unigram + byte fallback")
 def trained() -> dict[str, Tokenizer]:
     out = {}
     for name, raw in SPECS.items():
-        tokenizer = training.train(resolve_spec(raw), TRAIN)
-        tokenizer.encode_special_tokens = True  # as the playground's plain encode (tokenmill.sandbox)
+        tokenizer = with_tokenizers.train(resolve_spec(raw), TRAIN)
+        tokenizer.encode_special_tokens = True  # as the playground's plain encode (tokenmill.encoding.sandbox)
         out[name] = tokenizer
     return out
 

@@ -8,7 +8,7 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from tests.text import flores_lines
 from tests.unit.test_word_cache import LANGUAGES, model
-from tokenmill.unigram import MAX_WORD, Pieces, _breadth_first, segment_words, sure_before
+from tokenmill.evaluation.unigram import MAX_WORD, Pieces, _breadth_first, segment_words, sure_before
 
 
 @pytest.fixture(scope="module")

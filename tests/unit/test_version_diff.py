@@ -1,6 +1,6 @@
 """Tokens added and removed between versions, and byte-level tokens shown as text."""
 
-from tokenmill.version_diff import readable_token, vocabulary_diff
+from tokenmill.versions.diff import readable_token, vocabulary_diff
 
 
 def test_diff_lists_added_and_removed_tokens_by_id():

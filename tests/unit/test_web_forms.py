@@ -5,7 +5,7 @@ from starlette.datastructures import FormData
 
 from service.web.spec_form import HELP, form_values, spec_fields, spec_from_form
 from tokenmill.errors import InvalidInput
-from tokenmill.spec import TrainingSpec, resolve_spec
+from tokenmill.training.spec import TrainingSpec, resolve_spec
 
 
 def test_every_spec_field_is_in_the_form_with_a_line_of_help():

@@ -10,10 +10,10 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from tests.combinations import TORTURE
 from tests.text import flores_lines
-from tokenmill import word_cache
-from tokenmill.encoders import SentencePieceEncoder
-from tokenmill.sentencepiece_training import train_sentencepiece
-from tokenmill.spec import resolve_spec
+from tokenmill.evaluation import word_cache
+from tokenmill.evaluation.encoders import SentencePieceEncoder
+from tokenmill.training.with_sentencepiece import train_sentencepiece
+from tokenmill.training.spec import resolve_spec
 
 ODD_LINES = TORTURE + [
     "", " ", "  ", "a", " a", "a ", "a  b", "   three   spaces   ", "\u2581literal\u2581meta\u2581 symbol ▁ ▁▁",

@@ -5,7 +5,7 @@ import re
 import numpy as np
 import regex
 
-from tokenmill.words import (
+from tokenmill.corpora.words import (
     NO_SPACE_RANGES,
     NO_SPACE_SCRIPTS,
     PER_CHARACTER,
@@ -16,7 +16,7 @@ from tokenmill.words import (
     word_rule,
     word_spans,
 )
-from tokenmill.words import code_points
+from tokenmill.corpora.words import code_points
 
 
 def words_of(text: str) -> list[str]:
@@ -126,7 +126,7 @@ def test_range_table_matches_unicode_script_properties():
 def test_compiled_scan_equals_the_regex_scan_on_random_text():
     import random
 
-    from tokenmill.words import _WORD
+    from tokenmill.corpora.words import _WORD
 
     # One or two of each class: no-space letters (A), no-space marks (M), clinging (P),
     # other (O) and whitespace, including the underscore and marks of other scripts.
@@ -140,7 +140,7 @@ def test_compiled_scan_equals_the_regex_scan_on_random_text():
 
 def test_compiled_scan_equals_the_regex_scan_on_real_text():
     from tests.services import FIXTURES
-    from tokenmill.words import _WORD
+    from tokenmill.corpora.words import _WORD
 
     for name in ("jpn_Jpan", "tha_Thai", "zho_Hans", "khm_Khmr", "mya_Mymr", "bod_Tibt", "lao_Laoo", "eng_Latn"):
         text = (FIXTURES / "parallel_flores200_dev" / f"{name}.txt").read_text()[:20000]

@@ -1,0 +1,217 @@
+"""Corpus upload: one streaming pass that stores, hashes, validates and counts.
+
+The uploaded bytes are decompressed (gzip or zstd, recognised by content), checked to be
+UTF-8 (and JSON lines, for jsonl) with no line over the cap, hashed and counted while they
+stream to the store. A file sent without a format is jsonl when its name says so (.jsonl,
+.ndjson, compressed or not), text otherwise; but one whose first non-blank line is a JSON
+object is refused, naming `format`, rather than kept as text it is probably not meant to be
+(the check reads that line as it streams, and the refusal cleans up as any other does).
+No database session is open meanwhile: the row is inserted in a short
+transaction of its own once the object is complete. A file that fails any check, or whose
+row cannot be inserted, is removed from the store before the error is raised: no row and
+no object are left behind (if the store cannot delete it either, the sweeper's
+reconciliation pass removes the orphan).
+"""
+
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from tokenmill.corpora.reading import FORMATS, LineSplitter, decompressed, document_of
+from tokenmill.db import transaction
+from tokenmill.errors import InvalidCorpus, InvalidInput, TooLarge
+from tokenmill.models import Corpus, Team
+from tokenmill.store import ObjectStore
+from tokenmill.corpora.text_counts import TextCounts
+
+log = logging.getLogger(__name__)
+
+NAMED_FIELDS = ("name", "domain", "language")
+OPTIONAL_FIELDS = ("text_field", "parallel_group")
+MAX_FIELD_LENGTH = 100
+JSONL_SUFFIXES = tuple(name + packed for name in (".jsonl", ".ndjson") for packed in ("", ".gz", ".zst", ".zstd"))
+
+
+def format_by_name(filename: str | None) -> str | None:
+    """'jsonl' for a file named as JSON lines (.jsonl, .ndjson, gzipped or zstd'ed); None: the name does not say."""
+    return "jsonl" if filename and filename.lower().endswith(JSONL_SUFFIXES) else None
+
+
+def unstorable(value: str) -> str | None:
+    """Why a string cannot be stored in a row, or None: PostgreSQL text holds no NUL, and a lone surrogate is not text."""
+    if "\x00" in value:
+        return "holds a NUL character (U+0000)"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds a lone surrogate (U+D800 to U+DFFF), which is not text"
+    return None
+
+
+@dataclass
+class CorpusFields:
+    """What the uploader says about a corpus; `format` None: not said (see `resolved`)."""
+
+    name: str
+    domain: str
+    language: str
+    format: str | None = None
+    text_field: str | None = None
+    parallel_group: str | None = None
+    filename: str | None = None  # the uploaded file's name: a JSON-lines one means jsonl when `format` is not said
+
+    def resolved(self) -> "CorpusFields":
+        """The fields with the format the file's name implies when none was said (None still: text, unless
+        its first non-blank line is a JSON object, which `_scanned` refuses)."""
+        return replace(self, format=self.format or format_by_name(self.filename))
+
+    def validate(self) -> None:
+        for name in NAMED_FIELDS:
+            value = getattr(self, name)
+            if not value or not value.strip() or len(value) > MAX_FIELD_LENGTH:
+                raise InvalidInput(f"'{name}' is required (1 to {MAX_FIELD_LENGTH} characters)", field=name)
+        for name in OPTIONAL_FIELDS:
+            if len(getattr(self, name) or "") > MAX_FIELD_LENGTH:
+                raise InvalidInput(f"'{name}' is at most {MAX_FIELD_LENGTH} characters", field=name)
+        for name in NAMED_FIELDS + OPTIONAL_FIELDS:
+            if reason := unstorable(getattr(self, name) or ""):
+                raise InvalidInput(f"'{name}' {reason}", field=name)
+        if self.format is not None and self.format not in FORMATS:
+            raise InvalidInput(f"'format' must be one of {', '.join(FORMATS)}", field="format")
+        if self.format != "jsonl" and self.text_field:
+            hint = "" if self.format else ": send format=jsonl with it"
+            raise InvalidInput(f"'text_field' applies to the jsonl format only{hint}", field="text_field")
+
+
+@dataclass
+class Tally:
+    """Running counts over the decompressed bytes and the documents they hold."""
+
+    max_bytes: int
+    max_line_bytes: int
+    sha256: "hashlib._Hash" = field(default_factory=hashlib.sha256)
+    bytes: int = 0
+    counts: TextCounts = field(default_factory=TextCounts)  # documents (as lines), words, characters
+
+
+def _scanned(chunks: Iterable[bytes], fields: CorpusFields, tally: Tally) -> Iterator[bytes]:
+    # Passes the decompressed chunks through to the store, checking and counting on the way.
+    splitter = LineSplitter(max_line_bytes=tally.max_line_bytes)
+    count = _count_jsonl if fields.format == "jsonl" else _count_text if fields.format else _count_unsaid
+    for chunk in decompressed(chunks):
+        tally.bytes += len(chunk)
+        if tally.bytes > tally.max_bytes:
+            raise TooLarge(f"the corpus exceeds {tally.max_bytes} bytes once decompressed")
+        tally.sha256.update(chunk)
+        count(splitter, chunk, False, fields, tally)
+        yield chunk
+    count(splitter, b"", True, fields, tally)
+
+
+def _count_text(splitter: LineSplitter, chunk: bytes, final: bool, fields: CorpusFields, tally: Tally) -> None:
+    # The chunk's whole lines, validated as UTF-8, counted a block at a time (tokenmill/corpora/text_counts.py).
+    for block in splitter.feed_bytes(chunk, final):
+        tally.counts.add(block)
+
+
+def _count_unsaid(splitter: LineSplitter, chunk: bytes, final: bool, fields: CorpusFields, tally: Tally) -> None:
+    # No format said, none in the name: text, once the first non-blank line is not a JSON object.
+    blocks = splitter.feed_bytes(chunk, final)
+    if tally.counts.lines == 0:  # no document yet: the first non-blank line is in these blocks, if anywhere
+        _refuse_json_lines(blocks)
+    for block in blocks:
+        tally.counts.add(block)
+
+
+def _refuse_json_lines(blocks: Sequence[bytes | memoryview]) -> None:
+    # Reads lines (checked UTF-8 already) up to the first non-blank one, then stops: at most a block is copied.
+    for block in blocks:
+        data, start = bytes(block), 0
+        while start < len(data):
+            end = data.find(b"\n", start)
+            end = len(data) if end < 0 else end
+            if line := data[start:end].decode("utf-8").strip():
+                if line.startswith("{") and _is_json_object(line):
+                    raise InvalidInput(
+                        "the file looks like JSON lines (its first line is a JSON object), but no 'format' was "
+                        "given: send format=jsonl and text_field=<the key holding the text> (default 'text'), "
+                        "or format=text to keep each line as it is", field="format")
+                return
+            start = end + 1
+
+
+def _is_json_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:  # JSONDecodeError, or a number too long to convert
+        return False
+
+
+def _count_jsonl(splitter: LineSplitter, chunk: bytes, final: bool, fields: CorpusFields, tally: Tally) -> None:
+    lines = splitter.feed(chunk, final)
+    first = splitter.line_number - len(lines) + 1
+    documents = [document for number, line in enumerate(lines, start=first)
+                 if (document := document_of(line, number, fields.format, fields.text_field)) is not None]
+    tally.counts.add_documents(documents)
+
+
+def ingest_corpus(
+    factory: sessionmaker[Session],
+    store: ObjectStore,
+    team: Team,
+    fields: CorpusFields,
+    chunks: Iterable[bytes],
+    *,
+    max_bytes: int,
+    max_line_bytes: int,
+) -> Corpus:
+    """Stream an uploaded corpus to the store, then register it in a short transaction; nothing is left if it is invalid."""
+    fields = fields.resolved()
+    fields.validate()
+    corpus_id = uuid.uuid4()
+    key = f"corpora/{team.id}/{corpus_id}"
+    tally = Tally(max_bytes=max_bytes, max_line_bytes=max_line_bytes)
+    try:
+        store.put_stream(key, _scanned(chunks, fields, tally))
+        if tally.counts.lines == 0:
+            raise InvalidCorpus("the corpus holds no text (empty file or only blank lines)", field="file")
+        corpus = _corpus_row(corpus_id, team, fields, key, tally)
+        with transaction(factory) as session:
+            session.add(corpus)
+    except BaseException:
+        _discard(store, key)
+        raise
+    return corpus
+
+
+def _corpus_row(corpus_id: uuid.UUID, team: Team, fields: CorpusFields, key: str, tally: Tally) -> Corpus:
+    return Corpus(
+        id=corpus_id,
+        team_id=team.id,
+        name=fields.name.strip(),
+        domain=fields.domain.strip(),
+        language=fields.language.strip(),
+        format=fields.format or "text",
+        text_field=fields.text_field if fields.format == "jsonl" else None,
+        parallel_group=fields.parallel_group or None,
+        storage_key=key,
+        sha256=tally.sha256.hexdigest(),
+        bytes=tally.bytes,
+        lines=tally.counts.lines,
+        words=tally.counts.words,
+        characters=tally.counts.characters,
+    )
+
+
+def _discard(store: ObjectStore, key: str) -> None:
+    # Called while another error propagates: a store that fails here too must not hide it.
+    try:
+        store.delete_prefix(key)
+    except Exception as exc:  # whatever the store says, the original error is the answer
+        log.warning("could not remove %s after a failed upload (reconciliation removes it): %s: %s",
+                    key, type(exc).__name__, exc)

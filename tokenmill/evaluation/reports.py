@@ -1,0 +1,180 @@
+"""Reading evaluations back: per version, per run, and the fertility matrix behind the dashboard.
+
+The latest evaluation of each (subject, corpus) pair counts, where a subject is a version
+or a reference tokenizer. Cells aggregate corpora by summing tokens and words (a micro
+average: a large corpus weighs more). Parallel corpora (same `parallel_group`) get a
+premium: tokens in the language / tokens in the pivot, where the pivot is English unless
+the group is written `name@language`. A version's vocabulary-size curve is read back by
+`version_curve` (tokenmill.evaluation.measuring measures it once per version).
+"""
+
+import uuid
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tokenmill.models import Corpus, Evaluation, Team, TokenizerVersion
+from tokenmill.evaluation.references import REFERENCE_NAMES
+
+ENGLISH = ("eng_Latn", "en", "eng", "en_US", "en_GB", "English", "english")
+
+Subject = tuple[str, str]  # ("version", "<uuid>") or ("reference", "gpt2")
+
+
+def premium(tokens: int, pivot_tokens: int) -> float:
+    """The tokenization premium: tokens of a language / tokens of the pivot (Petrov et al. 2023,
+    on a parallel corpus). An empty pivot gives 0.0, as every zero denominator in the metrics
+    does: NaN is not valid JSON and would poison averages."""
+    return tokens / pivot_tokens if pivot_tokens else 0.0
+
+
+def pivot_language(group: str) -> tuple[str, ...]:
+    """The language(s) a parallel group is measured against."""
+    _, _, named = group.partition("@")
+    return (named,) if named else ENGLISH
+
+
+def subject_of(evaluation: Evaluation) -> Subject:
+    if evaluation.version_id is not None:
+        return ("version", str(evaluation.version_id))
+    return ("reference", str(evaluation.reference))
+
+
+def latest_evaluations(session: Session, team: Team, version_ids: list[uuid.UUID] | None = None,
+                       references: tuple[str, ...] = REFERENCE_NAMES) -> list[tuple[Evaluation, Corpus]]:
+    """The newest evaluation of every (subject, corpus) pair of the team."""
+    query = (select(Evaluation, Corpus).join(Corpus, Corpus.id == Evaluation.corpus_id)
+             .where(Evaluation.team_id == team.id).order_by(Evaluation.created_at))
+    if version_ids is not None:
+        query = query.where(Evaluation.version_id.in_(version_ids) | Evaluation.reference.in_(references))
+    newest: dict[tuple[Subject, uuid.UUID], tuple[Evaluation, Corpus]] = {}
+    for evaluation, corpus in session.execute(query):
+        newest[(subject_of(evaluation), corpus.id)] = (evaluation, corpus)
+    return list(newest.values())
+
+
+def premiums(pairs: list[tuple[Evaluation, Corpus]]) -> dict[tuple[Subject, uuid.UUID], float]:
+    """The premium of every evaluation on a parallel corpus whose pivot the same subject measured.
+
+    Only corpora with as many lines as their pivot count: line i must be the same content,
+    and a truncated or padded corpus would make the ratio meaningless.
+    """
+    pivots: dict[tuple[Subject, str], dict[str, tuple[int, int]]] = defaultdict(dict)
+    for evaluation, corpus in pairs:
+        if corpus.parallel_group:
+            group = pivots[(subject_of(evaluation), corpus.parallel_group)]
+            group[corpus.language] = (evaluation.metrics["tokens"], corpus.lines)
+    result = {}
+    for evaluation, corpus in pairs:
+        if not corpus.parallel_group:
+            continue
+        group = pivots[(subject_of(evaluation), corpus.parallel_group)]
+        pivot = next((group[lang] for lang in pivot_language(corpus.parallel_group) if lang in group), None)
+        if pivot and pivot[0] and pivot[1] == corpus.lines:
+            result[(subject_of(evaluation), corpus.id)] = premium(evaluation.metrics["tokens"], pivot[0])
+    return result
+
+
+def evaluation_out(evaluation: Evaluation, corpus: Corpus, premium_value: float | None) -> dict[str, Any]:
+    metrics = dict(evaluation.metrics)
+    if premium_value is not None:
+        metrics["premium"] = premium_value
+    return {
+        "id": str(evaluation.id),
+        "corpus_id": str(corpus.id),
+        "corpus": corpus.name,
+        "domain": corpus.domain,
+        "language": corpus.language,
+        "parallel_group": corpus.parallel_group,
+        "word_rule": evaluation.word_rule,
+        "reference": evaluation.reference,
+        "metrics": metrics,
+        "created_at": evaluation.created_at.isoformat(),
+    }
+
+
+def version_evaluations(session: Session, team: Team, version: TokenizerVersion) -> list[dict[str, Any]]:
+    """Metrics of one version per evaluation corpus, premium included where it applies."""
+    pairs = latest_evaluations(session, team, [version.id], references=())
+    extra = premiums(pairs)
+    subject: Subject = ("version", str(version.id))
+    return [evaluation_out(e, c, extra.get((subject, c.id))) for e, c in sorted(pairs, key=lambda p: (p[1].domain, p[1].language, p[1].name))]
+
+
+def version_curve(session: Session, team: Team, version: TokenizerVersion) -> list[dict[str, Any]]:
+    """A version's vocabulary-size curve as series to draw, each {"label", "corpora", "lines",
+    "points"} (points: vocab_size, fertility, chars_per_token); empty without one (not BPE, or
+    not evaluated yet). One series: the curve measured once for the version, on the first lines
+    of the corpora it was evaluated on together, which each of those evaluations carries with
+    its `vocab_curve_sample` (the newest such). For a version evaluated before curves were per
+    version, one series per corpus, from each corpus's latest evaluation (which had its own)."""
+    rows = session.execute(select(Evaluation, Corpus).join(Corpus, Corpus.id == Evaluation.corpus_id)
+                           .where(Evaluation.team_id == team.id, Evaluation.version_id == version.id)
+                           .order_by(Evaluation.created_at)).all()
+    for evaluation, _ in reversed(rows):
+        sample, points = evaluation.metrics.get("vocab_curve_sample"), evaluation.metrics.get("vocab_curve")
+        if sample and points:
+            corpora = f"{sample['corpora']} corpus" if sample["corpora"] == 1 else f"{sample['corpora']} corpora"
+            return [{"label": f"{sample['lines']:,} lines of {corpora}", **sample, "points": points}]
+    newest = {corpus.id: (evaluation, corpus) for evaluation, corpus in rows}
+    return [{"label": f"{corpus.name} ({corpus.language})", "corpora": 1, "lines": None,
+             "points": evaluation.metrics["vocab_curve"]}
+            for evaluation, corpus in sorted(newest.values(), key=lambda p: (p[1].domain, p[1].language, p[1].name))
+            if evaluation.metrics.get("vocab_curve")]
+
+
+def has_version_curve(session: Session, version_id: uuid.UUID) -> bool:
+    """Whether a version's curve has been measured (once per version: an evaluation carries it)."""
+    return any("vocab_curve_sample" in metrics for metrics in
+               session.scalars(select(Evaluation.metrics).where(Evaluation.version_id == version_id)))
+
+
+def _cell(pairs: list[tuple[Evaluation, Corpus]]) -> dict[str, float | int]:
+    tokens = sum(e.metrics["tokens"] for e, _ in pairs)
+    words = sum(e.metrics["words"] for e, _ in pairs)
+    characters = sum(e.metrics["characters"] for e, _ in pairs)
+    return {"fertility": tokens / words if words else 0.0, "chars_per_token": characters / tokens if tokens else 0.0,
+            "tokens": tokens, "words": words, "corpora": len(pairs)}
+
+
+def version_label(version: TokenizerVersion) -> str:
+    """How dashboards name a version; parity-aware ones say so, to be read beside plain BPE's."""
+    return f"{version.name} v{version.version}" + (" (parity)" if version.spec.get("parity") else "")
+
+
+def fertility_matrix(session: Session, team: Team, name: str | None = None) -> dict[str, Any]:
+    """Rows: versions (newest first) and references; columns: domains, and (domain, language) pairs."""
+    query = select(TokenizerVersion).where(TokenizerVersion.team_id == team.id)
+    if name:
+        query = query.where(TokenizerVersion.name == name)
+    versions = list(session.scalars(query.order_by(TokenizerVersion.name, TokenizerVersion.version.desc())))
+    pairs = latest_evaluations(session, team, [v.id for v in versions])
+    extra = premiums(pairs)
+    by_subject: dict[Subject, list[tuple[Evaluation, Corpus]]] = defaultdict(list)
+    for pair in pairs:
+        by_subject[subject_of(pair[0])].append(pair)
+    subjects: list[tuple[Subject, dict[str, Any]]] = [
+        (("version", str(v.id)), {"kind": "version", "name": v.name, "version": v.version, "label": version_label(v),
+                                  "vocab_size": v.vocab_size, "parity": bool(v.spec.get("parity"))})
+        for v in versions
+    ] + [(("reference", r), {"kind": "reference", "name": r, "version": None, "label": r, "vocab_size": None})
+         for r in REFERENCE_NAMES]
+    rows = []
+    for subject, row in subjects:
+        own = by_subject.get(subject, [])
+        domains: dict[str, list] = defaultdict(list)
+        languages: dict[str, list] = defaultdict(list)
+        for evaluation, corpus in own:
+            domains[corpus.domain].append((evaluation, corpus))
+            languages[f"{corpus.domain}/{corpus.language}"].append((evaluation, corpus))
+        parity = defaultdict(dict)
+        for evaluation, corpus in own:
+            if (subject, corpus.id) in extra:
+                parity[corpus.parallel_group][corpus.language] = extra[(subject, corpus.id)]
+        rows.append({**row, "domains": {d: _cell(p) for d, p in domains.items()},
+                     "languages": {k: _cell(p) for k, p in languages.items()}, "premium": parity})
+    all_domains = sorted({c.domain for _, c in pairs})
+    all_languages = sorted({f"{c.domain}/{c.language}" for _, c in pairs})
+    return {"domains": all_domains, "languages": all_languages, "rows": rows}

@@ -1,0 +1,92 @@
+"""Reconciliation: the store holds what the rows account for, and nothing else.
+
+A row and its objects cannot change in one transaction, so faults leave objects behind: a
+corpus deleted while the store was away, a worker killed while writing a version's files,
+an upload whose process died mid-stream. This pass, run periodically by the sweeper's beat,
+removes them:
+- `corpora/<team>/<corpus>`: kept while a corpus row names it; otherwise deleted once older
+  than the grace period (an upload being registered has no row yet);
+- `versions/<team>/<job>/<file>`: kept while its job is queued or running, or when the job
+  made a version; otherwise deleted (failed, cancelled, deleted or vanished jobs); its spilled
+  counts (`.../counts/...`, distributed counting) only while the job runs, as are its
+  `count_parts` rows;
+- unfinished multipart uploads (S3) and partial writes (a local folder) older than the grace
+  period are aborted.
+Keys it does not recognise are left alone.
+"""
+
+import logging
+import uuid
+from collections.abc import Iterable, Iterator
+from datetime import timedelta
+from itertools import islice
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from tokenmill.models import UNFINISHED, Corpus, TokenizerVersion, TrainingJob
+from tokenmill.training.counted import forget_finished
+from tokenmill.db import transaction, utcnow
+from tokenmill.store import ObjectStore, StoredObject
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+
+
+def reconcile(factory: sessionmaker[Session], store: ObjectStore, grace_seconds: float) -> dict[str, int]:
+    """Delete the objects no row accounts for and abort stale uploads; returns the counts."""
+    cutoff = utcnow() - timedelta(seconds=grace_seconds)
+    corpora = versions = 0
+    for batch in _batches(store.list_objects("corpora/")):
+        with factory() as session:
+            named = set(session.scalars(select(Corpus.storage_key).where(Corpus.storage_key.in_([o.key for o in batch]))))
+        corpora += _delete(store, [o for o in batch if o.key not in named and o.modified < cutoff])
+    for batch in _batches(store.list_objects("versions/")):
+        jobs = {o: _job_of(o.key) for o in batch}
+        with factory() as session:
+            working, made = _jobs_keeping_files(session, {job for job in jobs.values() if job is not None})
+        versions += _delete(store, [o for o, job in jobs.items() if job is not None and not _kept(o.key, job, working, made)])
+    with transaction(factory) as session:
+        forget_finished(session)
+    aborted = store.abort_unfinished(cutoff)
+    if corpora or versions or aborted:
+        log.info("reconciliation deleted %d corpus and %d version objects, aborted %d uploads", corpora, versions, aborted)
+    return {"corpus_objects": corpora, "version_objects": versions, "aborted_uploads": aborted}
+
+
+def _jobs_keeping_files(session: Session, jobs: set[uuid.UUID]) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
+    # (jobs still queued or running, jobs that made a version)
+    if not jobs:
+        return set(), set()
+    working = session.scalars(select(TrainingJob.id).where(TrainingJob.id.in_(jobs), TrainingJob.status.in_(UNFINISHED)))
+    made = session.scalars(select(TokenizerVersion.job_id).where(TokenizerVersion.job_id.in_(jobs)))
+    return set(working), set(made)
+
+
+def _kept(key: str, job: uuid.UUID, working: set[uuid.UUID], made: set[uuid.UUID]) -> bool:
+    # A job's spilled counts (versions/<team>/<job>/counts/...) are needed only while it runs.
+    if key.split("/")[3:4] == ["counts"]:
+        return job in working
+    return job in working or job in made
+
+
+def _job_of(key: str) -> uuid.UUID | None:
+    # versions/<team>/<job>/<file>
+    parts = key.split("/")
+    try:
+        return uuid.UUID(parts[2]) if len(parts) >= 4 else None
+    except ValueError:
+        return None
+
+
+def _delete(store: ObjectStore, objects: list[StoredObject]) -> int:
+    for stored in objects:
+        store.delete(stored.key)
+    return len(objects)
+
+
+def _batches(objects: Iterable[StoredObject]) -> Iterator[list[StoredObject]]:
+    iterator = iter(objects)
+    while batch := list(islice(iterator, BATCH)):
+        yield batch

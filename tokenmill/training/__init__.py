@@ -1,0 +1,5 @@
+"""Training: the spec (spec, with the regex presets in patterns), one module per library that
+trains from texts (with_tokenizers, with_sentencepiece, with_rustbpe), counting on many
+workers and learning from the counts (piece_counts, counted, merge_learner), a trained
+tokenizer's files as bytes (export, tiktoken_format), and version_files, which goes from a
+spec and stored corpora to every file of a version."""

@@ -1,0 +1,272 @@
+"""Training from counts gathered on many workers (`counting: distributed` in the spec).
+
+The job's own worker (the coordinator) cuts its corpora into byte ranges (one `count_parts`
+row each, for this attempt), sends helper tasks on the broker (a Celery group: any number of
+workers, on any number of machines), and then counts parts itself like any helper: each
+worker claims a part, pre-tokenizes and counts the lines it owns, and spills the counts to the
+store under the job's prefix. Once every part is counted, the coordinator merges the spills in
+one streaming pass (leaving out pieces seen fewer than `min_frequency` times in all) and learns
+from the merged counts: byte-level BPE merges by rustbpe's rule (tokenmill.training.merge_learner), or a
+sentencepiece model through its `input_format: tsv` (word, count). No worker ever holds more
+than one part's counts, and the coordinator only the merged, pruned ones.
+
+The files depend only on the merged counts, which do not depend on how the corpora were cut or
+who counted what: any number of workers gives the files one worker gives. With min_frequency
+0 or 1, a `library: rustbpe` job gives the files of the same spec with streamed counting.
+
+Faults: a helper that dies leaves its part 'running' and silent; after `sweep_silent_after` any
+worker claims it again (claims are counted, and only the latest claim's counts are kept).
+The coordinator dying leaves the job silent: the sweeper's take-over starts a new attempt,
+which plans its parts afresh (the old attempt's rows are deleted; a late helper of the old
+attempt finds its row gone and drops its spill). Spills live under the job's prefix, so a
+failed job's clean-up and the store's reconciliation remove them with the rest.
+"""
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+
+import psutil
+from sqlalchemy import delete, exists, or_, select, update
+from sqlalchemy.orm import Session, sessionmaker
+from tokenizers import Tokenizer
+
+from tokenmill.training import piece_counts
+from tokenmill.db import transaction, utcnow
+from tokenmill.errors import InvalidCorpus
+from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail
+from tokenmill.models import CountPart, Corpus, Status, TrainingJob
+from tokenmill.settings import COUNT_PART_BYTES
+from tokenmill.training.spec import BYTE_ALPHABET, TrainingSpec
+from tokenmill.store import ObjectStore
+
+log = logging.getLogger(__name__)
+
+DONE = "done"
+TOUCH_SECONDS = 2.0  # a claimed part's row is touched this often while it is counted
+Dispatch = Callable[[uuid.UUID, int, str, int], None]  # (job, attempt, prefix, how many helpers)
+Report = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class Helpers:
+    """How a worker's distributed-counting jobs get help, from its settings."""
+
+    dispatch: Dispatch | None = None  # sends the helper tasks (None: the coordinator counts alone)
+    count: int = 0  # at most this many helper tasks per job
+    part_bytes: int = COUNT_PART_BYTES
+    max_line_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Counting:
+    """What the coordinator needs besides the spec and the corpora: its job's attempt and help."""
+
+    factory: sessionmaker[Session]
+    job_id: uuid.UUID
+    attempt: int
+    prefix: str  # the job's prefix in the store
+    limits: WorkLimits
+    helpers: Helpers
+
+
+def counts_prefix(prefix: str, attempt: int | None = None) -> str:
+    return f"{prefix}/counts/" if attempt is None else f"{prefix}/counts/{attempt}/"
+
+
+def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], counting: Counting,
+                  report: Report) -> tuple[Tokenizer, dict[str, bytes]]:
+    """Count the corpora in parts on every worker that helps, then learn from the merged counts."""
+    helpers = counting.helpers
+    parts = piece_counts.plan(corpora, helpers.part_bytes)
+    _plan(counting, parts)
+    if helpers.dispatch is not None and helpers.count and len(parts) > 1:
+        try:
+            helpers.dispatch(counting.job_id, counting.attempt, counting.prefix, min(helpers.count, len(parts) - 1))
+        except Exception:
+            log.warning("could not send helpers for job %s; counting alone", counting.job_id, exc_info=True)
+    keys = _count_all(spec, store, counting, len(parts), report)
+    log.info("job %s: %d parts counted, merging their counts (this process holds %d MiB)", counting.job_id, len(parts),
+             psutil.Process().memory_info().rss >> 20)
+    report("merging counts", 0.5, force=True)
+    counted = piece_counts.merged([piece_counts.records(store.iter_chunks(key, piece_counts.SPILL_READ)) for key in keys],
+                                  max(spec.min_frequency, 1))
+    result = _learn(spec, counted, report)
+    log.info("job %s: learned from the merged counts (this process holds %d MiB)", counting.job_id,
+             psutil.Process().memory_info().rss >> 20)
+    _forget(counting.factory, counting.job_id)
+    try:
+        store.delete_prefix(counts_prefix(counting.prefix))
+    except Exception:
+        log.warning("could not delete the counts of job %s now; reconciliation will", counting.job_id, exc_info=True)
+    return result
+
+
+def _learn(spec: TrainingSpec, counted: Iterator[tuple[bytes, int]], report: Report) -> tuple[Tokenizer, dict[str, bytes]]:
+    if spec.library == "sentencepiece":
+        from tokenmill.training.with_sentencepiece import train_sentencepiece
+
+        lines = (f"{piece.decode('utf-8')}\t{seen}" for piece, seen in counted)
+        result = train_sentencepiece(spec, lines, lambda done: report("training", 0.5 + 0.3 * done), counted=True)
+        return Tokenizer.from_str(result.tokenizer_json), {"tokenizer.model": result.model, "tokenizer.vocab": result.vocab}
+    from tokenmill.training.merge_learner import learn_merges  # numba: imported by the coordinator only, to learn
+    from tokenmill.training.with_rustbpe import to_tokenizer
+
+    merges = spec.vocab_size - len(spec.special_tokens or []) - BYTE_ALPHABET
+    tokens = learn_merges(counted, merges)
+    report("training", 0.8, force=True)
+    return to_tokenizer(spec, tokens), {}
+
+
+def _plan(counting: Counting, parts: list[piece_counts.Part]) -> None:
+    with transaction(counting.factory) as session:
+        session.execute(delete(CountPart).where(CountPart.job_id == counting.job_id))  # earlier attempts' too
+        session.add_all(CountPart(job_id=counting.job_id, attempt=counting.attempt, part=number, corpus_id=part.corpus.id,
+                                  start=part.start, end=part.end, status=Status.QUEUED.value, claims=0)
+                        for number, part in enumerate(parts))
+
+
+def _count_all(spec: TrainingSpec, store: ObjectStore, counting: Counting, total: int, report: Report) -> list[str]:
+    # Count what no one has claimed (or what a silent worker left), then wait for the others.
+    done: list[str] = []
+
+    def alive() -> None:  # the coordinator's progress report, which also notices a cancel
+        report("counting", 0.5 * len(done) / max(total, 1))
+
+    while True:
+        count_claimed_parts(counting.factory, store, counting.job_id, counting.attempt, counting.prefix, counting.limits,
+                            spec, counting.helpers.max_line_bytes, alive)
+        with counting.factory() as session:
+            rows = session.execute(select(CountPart.status, CountPart.counts_key).where(
+                CountPart.job_id == counting.job_id, CountPart.attempt == counting.attempt).order_by(CountPart.part)).all()
+        if len(rows) != total:
+            raise JobCancelled(str(counting.job_id))  # another attempt planned the parts again: the job is not ours
+        done = [key for status, key in rows if status == DONE]
+        alive()
+        if len(done) == total:
+            return done
+        time.sleep(0.5)
+
+
+def help_counting(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, attempt: int, prefix: str,
+                  limits: WorkLimits, max_line_bytes: int | None = None) -> int:
+    """A helper task's work: `count_claimed_parts` under the job's memory limit. Past it, the job
+    fails with the reason and this process exits, as the coordinator's would (a part's counts
+    that do not fit one worker would not fit the coordinator either)."""
+    guard = Heartbeat(factory, lambda session: True, limits,
+                      lambda message: fail(factory, TrainingJob, job_id, message, attempt))
+    with guard:
+        return count_claimed_parts(factory, store, job_id, attempt, prefix, limits, max_line_bytes=max_line_bytes)
+
+
+def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, attempt: int, prefix: str,
+                        limits: WorkLimits, spec: TrainingSpec | None = None, max_line_bytes: int | None = None,
+                        alive: Callable[[], None] | None = None) -> int:
+    """Claim and count parts of the job's attempt until none is left to claim; returns how many
+    this worker counted. A helper task calls this; so does the coordinator."""
+    if spec is None:
+        with factory() as session:
+            job = session.get(TrainingJob, job_id)
+            if job is None or job.status != Status.RUNNING or job.attempts != attempt:
+                return 0
+            spec = TrainingSpec.model_validate(job.spec)
+    split = piece_counts.splitter(spec)
+    counted = 0
+    while (claimed := _claim(factory, job_id, attempt, limits)) is not None:
+        row, corpus = claimed
+        key = f"{counts_prefix(prefix, attempt)}{row.part}-{row.claims}"
+        touch = _Toucher(factory, row, alive)
+        part = piece_counts.Part(corpus, row.start, row.end)
+        counts = piece_counts.count(touch.through(piece_counts.part_documents(store, part, max_line_bytes)), split)
+        store.put_bytes(key, piece_counts.spilled(counts))
+        del counts
+        if _finish(factory, row, key):
+            log.info("counted part %d of job %s (%d bytes)", row.part, job_id, row.end - row.start)
+        else:
+            _drop(store, key)  # taken over meanwhile: the latest claim's counts are the ones kept
+        counted += 1
+    return counted
+
+
+def _claim(factory: sessionmaker[Session], job_id: uuid.UUID, attempt: int,
+           limits: WorkLimits) -> tuple[CountPart, Corpus] | None:
+    stale = utcnow() - timedelta(seconds=limits.silent_after)
+    job_running = exists().where(TrainingJob.id == job_id, TrainingJob.status == Status.RUNNING,
+                                 TrainingJob.attempts == attempt)
+    while True:
+        with transaction(factory) as session:
+            row = session.scalars(select(CountPart).where(
+                CountPart.job_id == job_id, CountPart.attempt == attempt,
+                or_(CountPart.status == Status.QUEUED.value,
+                    (CountPart.status == Status.RUNNING.value) & (CountPart.updated_at < stale)),
+                job_running).order_by(CountPart.part).limit(1)).first()
+            if row is None:
+                return None
+            taken = session.execute(update(CountPart).where(
+                CountPart.job_id == job_id, CountPart.attempt == attempt, CountPart.part == row.part,
+                CountPart.claims == row.claims, CountPart.status != DONE,
+            ).values(status=Status.RUNNING.value, claims=CountPart.claims + 1, updated_at=utcnow())).rowcount
+            if taken != 1:
+                continue  # another worker took it first
+            session.refresh(row)
+            corpus = session.get(Corpus, row.corpus_id)
+            session.expunge_all()
+        if corpus is None:
+            raise InvalidCorpus("a training corpus was deleted while the job counted it")
+        return row, corpus
+
+
+class _Toucher:
+    """Touches a claimed part's row while it is counted (and calls `alive`, the coordinator's report)."""
+
+    def __init__(self, factory: sessionmaker[Session], row: CountPart, alive: Callable[[], None] | None) -> None:
+        self.factory, self.row, self.alive = factory, row, alive
+        self.last = time.monotonic()
+
+    def through(self, documents: Iterator[str]) -> Iterator[str]:
+        for number, document in enumerate(documents):
+            if number % 1000 == 0 and time.monotonic() - self.last >= TOUCH_SECONDS:
+                self.last = time.monotonic()
+                self._touch()
+            yield document
+
+    def _touch(self) -> None:
+        row = self.row
+        try:
+            with transaction(self.factory) as session:
+                session.execute(update(CountPart).where(
+                    CountPart.job_id == row.job_id, CountPart.attempt == row.attempt, CountPart.part == row.part,
+                    CountPart.claims == row.claims).values(updated_at=utcnow()))
+        except TRANSIENT:
+            log.warning("could not touch count part %s of job %s", row.part, row.job_id, exc_info=True)
+        if self.alive is not None:
+            self.alive()
+
+
+def _finish(factory: sessionmaker[Session], row: CountPart, key: str) -> bool:
+    with transaction(factory) as session:
+        return session.execute(update(CountPart).where(
+            CountPart.job_id == row.job_id, CountPart.attempt == row.attempt, CountPart.part == row.part,
+            CountPart.claims == row.claims, CountPart.status == Status.RUNNING.value,
+        ).values(status=DONE, counts_key=key, updated_at=utcnow())).rowcount == 1
+
+
+def _drop(store: ObjectStore, key: str) -> None:
+    try:
+        store.delete(key)
+    except Exception:
+        log.warning("could not delete %s now; reconciliation will", key, exc_info=True)
+
+
+def _forget(factory: sessionmaker[Session], job_id: uuid.UUID) -> None:
+    with transaction(factory) as session:
+        session.execute(delete(CountPart).where(CountPart.job_id == job_id))
+
+
+def forget_finished(session: Session) -> int:
+    """Delete the parts of jobs that ended (their coordinator could not); returns how many."""
+    finished = select(TrainingJob.id).where(TrainingJob.status.not_in([status.value for status in (Status.QUEUED, Status.RUNNING)]))
+    return session.execute(delete(CountPart).where(CountPart.job_id.in_(finished))).rowcount

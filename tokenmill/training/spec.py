@@ -1,0 +1,284 @@
+"""The training spec (DESIGN §5): parsed, defaulted and checked before a job is queued.
+
+`resolve_spec` turns what a user posted into a complete spec (every default filled in, so
+a version records exactly what trained it) or raises InvalidInput naming the field.
+"""
+
+import time
+import unicodedata
+from typing import Literal
+
+import regex
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
+
+from tokenmill.errors import InvalidInput
+from tokenmill.encoding.subword_sampling import SamplingDefaults, refusal as sampling_refusal
+
+Algorithm = Literal["bpe", "wordpiece", "unigram"]
+# rustbpe: byte-level BPE only, about twice as fast as tokenizers at half its memory (BENCHMARKS.md).
+Library = Literal["tokenizers", "sentencepiece", "rustbpe"]
+PreTokenizer = Literal["gpt2", "cl100k", "o200k", "whitespace", "metaspace", "none"]
+Normalization = Literal["none", "nfc", "nfkc", "nfd", "nfkd"]
+Counting = Literal["streamed", "distributed"]
+
+REGEX_PRESETS = ("gpt2", "cl100k", "o200k")
+BYTE_ALPHABET = 256
+MAX_VOCAB = 1_000_000
+MAX_INT = 2**31 - 1  # every count and seed fits the int32 options of both libraries
+MAX_SPECIAL_TOKENS = 1000  # each is a row of the vocabulary and an entry of every encoder's match table
+MAX_SPECIAL_TOKEN_CHARS = 200
+SENTENCEPIECE_NORMALIZATIONS = ("none", "nfkc")
+SENTENCEPIECE_MAX_PIECE = 512  # sentencepiece refuses a larger max_sentencepiece_length
+# A custom regex is tried at submission on texts derived from it (tokenmill.encoding.regex_probe), each
+# piece repeated REGEX_PROBE_REPEAT times, plus REGEX_PROBES; each engine gets REGEX_PROBE_SECONDS.
+REGEX_PROBE_SECONDS = 2.0
+REGEX_PROBE_REPEAT = 3000
+REGEX_PROBES = ("a" * 3000 + "!", " " * 3000 + "x", "1" * 3000 + "a", ("ab " * 1000) + "\n\u00e9")
+
+
+class TrainingSpec(BaseModel):
+    """A complete training spec; `None` on the optional fields means "the library default"."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    algorithm: Algorithm = "bpe"
+    library: Library = "tokenizers"
+    vocab_size: int = Field(32000, ge=1, le=MAX_VOCAB)
+    byte_level: bool | None = None
+    byte_fallback: bool = False
+    pre_tokenizer: PreTokenizer | None = None
+    pre_tokenizer_regex: str | None = Field(None, min_length=1, max_length=2000)
+    normalization: Normalization = "none"
+    lowercase: bool = False
+    split_digits: bool = False
+    special_tokens: list[str] | None = None
+    min_frequency: int = Field(2, ge=0, le=MAX_INT)
+    max_token_length: int | None = Field(None, ge=1, le=1024)
+    end_of_word_suffix: str | None = Field(None, min_length=1, max_length=10)
+    character_coverage: float = Field(0.9995, gt=0, le=1)
+    max_sentences: int | None = Field(None, ge=1, le=MAX_INT)
+    seed: int = Field(0, ge=0, le=MAX_INT)
+    # Parity-aware BPE (Foroutan, Meister et al. 2025; tokenizers' ParityBpeTrainer): merges are
+    # chosen for the language that compresses worst on a parallel dev set, the first
+    # `parity_dev_lines` lines of each language's training corpus (one parallel_group).
+    parity: bool = False
+    parity_dev_lines: int = Field(200, ge=10, le=100_000)
+    # Subword regularisation defaults of the version's sampled encodes (tokenmill.encoding.subword_sampling): recorded
+    # in its spec and manifest.json; tokenizer.json stays deterministic (tokenizer.dropout.json on request).
+    sampling: SamplingDefaults | None = Field(None, description=(
+        'Defaults of the playground\'s and API\'s sampled encodes, as JSON: {"dropout": 0.1} for bpe '
+        '("dropout_file": true adds tokenizer.dropout.json), {"alpha": 0.1, "nbest_size": -1} for unigram; empty for none.'))
+    # "distributed": the corpora are counted in byte ranges by any number of workers, and the
+    # merges (rustbpe) or pieces (sentencepiece) learned from the merged counts, pieces seen
+    # fewer than min_frequency times left out (tokenmill.training.counted).
+    counting: Counting = "streamed"
+
+    @field_validator("pre_tokenizer_regex", "end_of_word_suffix")
+    @classmethod
+    def _storable(cls, value: str | None) -> str | None:
+        # PostgreSQL stores neither NUL nor a lone surrogate (the job's insert fails), and no library trains on them.
+        if value is not None and (flaw := unstorable(value, controls=False)):
+            raise PydanticCustomError("unstorable_text", f"holds {flaw}")
+        return value
+
+    @property
+    def regex_pattern(self) -> str | None:
+        """The pre-tokenization regex this spec splits with, if any."""
+        if self.pre_tokenizer_regex:
+            return self.pre_tokenizer_regex
+        if self.pre_tokenizer in REGEX_PRESETS:
+            from tokenmill.training.patterns import PATTERNS
+
+            return PATTERNS[self.pre_tokenizer]
+        return None
+
+
+def default_special_tokens(algorithm: str, library: str) -> list[str]:
+    if library == "sentencepiece":
+        return ["<unk>", "<s>", "</s>"]
+    if algorithm == "wordpiece":
+        return ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+    if algorithm == "unigram":
+        return ["<unk>"]
+    return ["<|endoftext|>"]
+
+
+def resolve_spec(raw: dict) -> TrainingSpec:
+    """The complete spec for what a user posted, or InvalidInput naming the first bad field."""
+    try:
+        spec = TrainingSpec.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or "spec"
+        raise InvalidInput(f"spec.{field}: {error['msg']}", field=f"spec.{field}") from None
+    spec = _fill_defaults(spec)
+    _check_special_tokens(spec.special_tokens or [])  # first: bounded before any other work on them
+    _check_combination(spec)
+    return spec
+
+
+def unstorable(text: str, controls: bool) -> str | None:
+    """Why text can be neither stored nor trained on: a lone surrogate or NUL (with `controls`,
+    any control character), named by its code point, never echoed; None when it is fine."""
+    if text.isprintable():  # the common case, in one C loop
+        return None
+    for char in text:
+        category = unicodedata.category(char)
+        if category == "Cs":
+            return f"a lone surrogate (U+{ord(char):04X})"
+        if char == "\x00" or (controls and category == "Cc"):
+            return f"a control character (U+{ord(char):04X})"
+    return None
+
+
+def _fill_defaults(spec: TrainingSpec) -> TrainingSpec:
+    byte_level = spec.byte_level
+    if byte_level is None:
+        byte_level = spec.library in ("tokenizers", "rustbpe") and spec.algorithm == "bpe" and not spec.byte_fallback
+    pre_tokenizer = spec.pre_tokenizer
+    if pre_tokenizer is None:
+        if spec.library == "sentencepiece":
+            pre_tokenizer = "metaspace"
+        elif byte_level:
+            pre_tokenizer = "gpt2"
+        elif spec.algorithm == "wordpiece":
+            pre_tokenizer = "whitespace"
+        else:
+            pre_tokenizer = "metaspace"
+    special = spec.special_tokens
+    if special is None:
+        special = default_special_tokens(spec.algorithm, spec.library)
+    return spec.model_copy(update={"byte_level": byte_level, "pre_tokenizer": pre_tokenizer, "special_tokens": special})
+
+
+def _refuse(field: str, why: str) -> None:
+    raise InvalidInput(f"spec.{field}: {why}", field=f"spec.{field}")
+
+
+def _check_combination(spec: TrainingSpec) -> None:
+    if spec.library == "sentencepiece":
+        if spec.algorithm == "wordpiece":
+            _refuse("library", "sentencepiece trains unigram or bpe, not wordpiece")
+        if spec.byte_level:
+            _refuse("byte_level", "sentencepiece has no byte-level mode; use byte_fallback")
+        if spec.pre_tokenizer != "metaspace" or spec.pre_tokenizer_regex:
+            _refuse("pre_tokenizer", "sentencepiece splits on whitespace itself: use 'metaspace' and no regex")
+        if spec.normalization not in SENTENCEPIECE_NORMALIZATIONS:
+            _refuse("normalization", f"sentencepiece supports {', '.join(SENTENCEPIECE_NORMALIZATIONS)}")
+        if spec.lowercase and spec.normalization == "none":
+            _refuse("lowercase", "sentencepiece folds case only together with nfkc: set normalization to 'nfkc'")
+        if spec.max_token_length and spec.max_token_length > SENTENCEPIECE_MAX_PIECE:
+            _refuse("max_token_length", f"sentencepiece allows pieces of at most {SENTENCEPIECE_MAX_PIECE} characters")
+    if spec.library == "rustbpe":
+        _check_rustbpe(spec)
+    if spec.parity:
+        _check_parity(spec)
+    if spec.sampling is not None and (why := sampling_refusal(spec.algorithm, spec.sampling, "sampling")):
+        _refuse(*why)
+    if spec.counting == "distributed":
+        _check_distributed(spec)
+    if spec.byte_level and spec.byte_fallback:
+        _refuse("byte_fallback", "a byte-level vocabulary already covers every byte; drop byte_fallback")
+    if spec.byte_level and spec.algorithm != "bpe":
+        _refuse("byte_level", "byte-level is offered for bpe only")
+    if spec.byte_fallback and spec.algorithm == "wordpiece":
+        _refuse("byte_fallback", "wordpiece has no byte fallback; it maps unknown words to [UNK]")
+    if spec.pre_tokenizer_regex and spec.pre_tokenizer in ("whitespace", "metaspace"):
+        _refuse("pre_tokenizer_regex", "a custom regex replaces the preset: set pre_tokenizer to 'none' or a regex preset")
+    if spec.end_of_word_suffix and (spec.algorithm != "bpe" or spec.library != "tokenizers" or spec.byte_level
+                                    or spec.pre_tokenizer != "whitespace"):
+        _refuse("end_of_word_suffix", "applies to character-level bpe on tokenizers with the whitespace pre_tokenizer")
+    if spec.pre_tokenizer_regex:
+        _check_regex(spec.pre_tokenizer_regex)
+    _check_vocab_size(spec)
+
+
+def _check_parity(spec: TrainingSpec) -> None:
+    if spec.library != "tokenizers" or spec.algorithm != "bpe" or not spec.byte_level:
+        _refuse("parity", "parity-aware training is byte-level bpe on the tokenizers library")
+    if spec.max_sentences:
+        _refuse("max_sentences", "parity-aware training reads every line of each language (no sample)")
+
+
+def _check_distributed(spec: TrainingSpec) -> None:
+    if spec.library == "tokenizers":
+        _refuse("counting", "tokenizers learns from texts only: distributed counting trains with library rustbpe "
+                            "(byte-level bpe) or sentencepiece")
+    if spec.max_sentences:
+        _refuse("max_sentences", "distributed counting reads every line (no sample)")
+
+
+def _check_rustbpe(spec: TrainingSpec) -> None:
+    from tokenmill.training.with_rustbpe import check_pattern, refusal
+
+    if (why := refusal(spec)) is not None:
+        field, _, reason = why.partition(": ")
+        _refuse(field, reason)
+    if spec.pre_tokenizer_regex:
+        try:
+            check_pattern(spec.pre_tokenizer_regex)
+        except ValueError as exc:
+            _refuse("pre_tokenizer_regex", f"rustbpe's regex engine (fancy_regex) refuses it: {exc}")
+
+
+def _check_regex(pattern: str) -> None:
+    try:
+        regex.compile(pattern)
+    except regex.error as exc:
+        _refuse("pre_tokenizer_regex", f"does not compile: {exc}")
+    from tokenizers import Regex
+
+    try:
+        Regex(pattern)
+    except Exception as exc:  # the Rust binding raises a plain Exception
+        _refuse("pre_tokenizer_regex", f"the tokenizers regex engine (Oniguruma) refuses it: {exc}")
+    if regex.fullmatch(pattern, ""):
+        _refuse("pre_tokenizer_regex", "matches the empty string, which would split nothing")
+    # Texts built from the pattern to trigger catastrophic backtracking. First with the engine that
+    # trains and encodes (Oniguruma, through tokenizers' Split), in a sandbox process: it cannot be
+    # interrupted here. The time limit of every encode and job is the backstop for what this misses.
+    from tokenmill.encoding import sandbox
+    from tokenmill.encoding.regex_probe import probe_texts
+
+    probes = [*probe_texts(pattern, REGEX_PROBE_REPEAT), *REGEX_PROBES]
+    slow = ("backtracks catastrophically (a repeated group inside a repetition?) on text made to trigger it: "
+            f"a run of one of its characters {REGEX_PROBE_REPEAT} long, then one that ends the match")
+    try:
+        sandbox.current().split(pattern, probes, REGEX_PROBE_SECONDS)
+    except sandbox.TimedOut:
+        _refuse("pre_tokenizer_regex", f"{slow}: Oniguruma, the tokenizers engine, took over {REGEX_PROBE_SECONDS:g}s")
+    except sandbox.SandboxError as exc:  # over the memory limit, or Oniguruma gave up ("retry-limit-in-match")
+        _refuse("pre_tokenizer_regex", f"{slow}: Oniguruma, the tokenizers engine, failed ({exc})")
+    # Then with the `regex` module (tiktoken's engine backtracks too), in this process: it honours
+    # a timeout and, `concurrent`, lets other threads run meanwhile.
+    deadline = time.monotonic() + REGEX_PROBE_SECONDS
+    try:
+        for probe in probes:
+            regex.findall(pattern, probe, timeout=max(0.01, deadline - time.monotonic()), concurrent=True)
+    except TimeoutError:
+        _refuse("pre_tokenizer_regex", f"{slow}: the regex engine took over {REGEX_PROBE_SECONDS:g}s")
+
+
+def _check_special_tokens(tokens: list[str]) -> None:
+    # Count, then length, then content: a hostile list costs no more than the limits allow.
+    if len(tokens) > MAX_SPECIAL_TOKENS:
+        _refuse("special_tokens", f"holds {len(tokens)} tokens; at most {MAX_SPECIAL_TOKENS} are allowed")
+    for index, token in enumerate(tokens):
+        if len(token) > MAX_SPECIAL_TOKEN_CHARS:
+            _refuse("special_tokens", f"token {index} is {len(token)} characters long; "
+                    f"at most {MAX_SPECIAL_TOKEN_CHARS} are allowed")
+        if flaw := unstorable(token, controls=True):
+            _refuse("special_tokens", f"token {index} holds {flaw}")
+    if len(set(tokens)) != len(tokens):
+        _refuse("special_tokens", "holds a token twice")
+    if any(not token or token.isspace() for token in tokens):
+        _refuse("special_tokens", "holds an empty or blank token")
+
+
+def _check_vocab_size(spec: TrainingSpec) -> None:
+    alphabet = BYTE_ALPHABET if (spec.byte_level or spec.byte_fallback) else 0
+    floor = alphabet + len(spec.special_tokens or []) + 1
+    if spec.vocab_size < floor:
+        what = "the 256 byte tokens plus " if alphabet else ""
+        _refuse("vocab_size", f"must be at least {floor}: {what}the special tokens and one learned token")

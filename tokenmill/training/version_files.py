@@ -1,0 +1,129 @@
+"""From a spec and stored corpora to the bytes of every file of a version.
+
+Picks the library, streams the training documents from the store (reporting progress),
+trains, and exports; the job pipeline does the rest (store, register, clean up).
+"""
+
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, islice
+from dataclasses import dataclass
+from typing import Any
+
+from tokenizers import Tokenizer
+
+from tokenmill.training import with_tokenizers
+from tokenmill.corpora.reading import corpus_documents
+from tokenmill.training.counted import Counting, train_counted
+from tokenmill.training.export import artifact_files, manifest, sha256
+from tokenmill.models import Corpus
+from tokenmill.work.progress import tracked
+from tokenmill.training.with_rustbpe import train_rustbpe
+from tokenmill.training.sampling import reservoir_sample
+from tokenmill.training.with_sentencepiece import train_sentencepiece
+from tokenmill.training.spec import TrainingSpec
+from tokenmill.store import ObjectStore
+
+Report = Callable[..., None]
+
+
+@dataclass
+class TrainedFiles:
+    files: dict[str, bytes]
+    hashes: dict[str, str]
+    vocab_size: int
+
+
+def training_texts(store: ObjectStore, corpora: list[Corpus]) -> Iterator[str]:
+    """Every document of the training corpora, in order, streamed from the store."""
+    for corpus in corpora:
+        yield from corpus_documents(store, corpus)
+
+
+def train_tokenizer(spec: TrainingSpec, texts: Iterable[str], alphabet: list[str] | None = None,
+                    progress: Callable[[float], None] | None = None) -> tuple[Tokenizer, dict[str, bytes]]:
+    """A tokenizer trained as the spec says, with the files only sentencepiece writes."""
+    if spec.library == "rustbpe":
+        return train_rustbpe(spec, texts), {}
+    if spec.library == "sentencepiece":
+        result = train_sentencepiece(spec, texts, progress)
+        return Tokenizer.from_str(result.tokenizer_json), {"tokenizer.model": result.model, "tokenizer.vocab": result.vocab}
+    return with_tokenizers.train(spec, texts, alphabet), {}
+
+
+def version_contents(spec: TrainingSpec, tokenizer: Tokenizer, extra: dict[str, bytes],
+                     lineage: dict[str, Any]) -> dict[str, bytes]:
+    """Every file of a version: the exports of the tokenizer, `extra`, and the manifest."""
+    files, tiktoken_info = artifact_files(spec, tokenizer)
+    files.update(extra)
+    files["manifest.json"] = manifest(spec, lineage, files, tiktoken_info)
+    return files
+
+
+def train_version_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], report: Report,
+                lineage: dict[str, Any], counting: Counting | None = None) -> TrainedFiles:
+    """Train as the spec says and return every file of the version, manifest included.
+    `counting` says where the parts of a `counting: distributed` spec are coordinated."""
+    if spec.counting == "distributed":
+        if counting is None:
+            raise ValueError("a spec with counting 'distributed' trains inside a job (it needs its parts' rows)")
+        report("counting", 0.0, force=True)
+        tokenizer, extra = train_counted(spec, store, corpora, counting, report)
+        return _version(spec, tokenizer, extra, lineage, report)
+    total = sum(c.characters for c in corpora)
+    report("training", 0.0, force=True)
+    sample = None
+    if spec.max_sentences:
+        # A seeded uniform sample over all training corpora, drawn while streaming them.
+        sample = reservoir_sample(tracked(training_texts(store, corpora), total, report, "sampling", 0.0, 0.2),
+                                  spec.max_sentences, spec.seed)
+        total = sum(map(len, sample))
+
+    def texts() -> Iterable[str]:
+        return sample if sample is not None else training_texts(store, corpora)
+
+    if spec.parity:
+        tokenizer, extra = _train_parity(spec, store, corpora, report), {}
+        return _version(spec, tokenizer, extra, lineage, report)
+    alphabet = None
+    if with_tokenizers.needs_alphabet(spec):
+        # One more pass over the texts, to choose the alphabet the way character_coverage says.
+        alphabet = with_tokenizers.coverage_alphabet(spec, tracked(texts(), total, report, "counting characters", 0.0, 0.2))
+    start = 0.0 if sample is None and alphabet is None else 0.2
+    reading = tracked(texts(), total, report, "training", start, 0.5)
+    tokenizer, extra = train_tokenizer(spec, reading, alphabet, lambda done: report("training", 0.5 + 0.3 * done))
+    return _version(spec, tokenizer, extra, lineage, report)
+
+
+def _version(spec: TrainingSpec, tokenizer: Tokenizer, extra: dict[str, bytes], lineage: dict[str, Any],
+             report: Report) -> TrainedFiles:
+    report("exporting", 0.82, force=True)
+    files = version_contents(spec, tokenizer, extra, lineage)
+    return TrainedFiles(files=files, hashes={name: sha256(data) for name, data in files.items()},
+                        vocab_size=tokenizer.get_vocab_size())
+
+
+def by_language(corpora: list[Corpus]) -> dict[str, list[Corpus]]:
+    """The corpora of each language, languages in the order they first appear."""
+    groups: dict[str, list[Corpus]] = {}
+    for corpus in corpora:
+        groups.setdefault(corpus.language, []).append(corpus)
+    return groups
+
+
+def _train_parity(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], report: Report) -> Tokenizer:
+    # Each language's first corpus is line-aligned with the others' (one parallel_group, checked
+    # at submission): its first parity_dev_lines documents are the dev set, the rest trains.
+    groups = list(by_language(corpora).values())
+    dev = [list(islice(corpus_documents(store, group[0]), spec.parity_dev_lines)) for group in groups]
+    total = sum(c.characters for c in corpora)
+    done = 0.0
+    languages = []
+    for group, held_out in zip(groups, dev):
+        share = sum(c.characters for c in group) / max(total, 1)
+        texts = chain(islice(corpus_documents(store, group[0]), len(held_out), None),
+                      *(corpus_documents(store, corpus) for corpus in group[1:]))
+        languages.append(tracked(texts, sum(c.characters for c in group), report, "training", 0.5 * done,
+                                 0.5 * (done + share)))
+        done += share
+    report("training", 0.0, force=True)
+    return with_tokenizers.train_parity(spec, languages, dev)

@@ -1,0 +1,49 @@
+"""Tokens added and removed between two versions' vocabularies (the version page's diff).
+
+A vocabulary is read from the version's `tokenizer.json` (every model type the service
+trains has one), special tokens included. Tokens are compared by their string as the
+tokenizer stores it ("Ġthe" for byte-level BPE, "▁the" for metaspace); ids are kept only
+to order the lists: for BPE a lower id is an earlier, more frequent merge. `readable_token`
+turns a byte-level token back into the text it stands for, for people.
+
+Deliberately not handled: matching tokens across different pre-tokenizers (a byte-level
+"Ġthe" and a metaspace "▁the" count as different tokens), and score or merge-order
+changes of tokens both vocabularies hold.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+from tokenmill.models import TokenizerVersion
+from tokenmill.store import ObjectStore
+from tokenmill.training.tiktoken_format import BYTE_DECODER
+from tokenmill.versions.registry import load_tokenizer
+
+
+@dataclass(frozen=True)
+class VocabularyDiff:
+    """What changed from an old vocabulary to a new one; lists hold (token, id) by id."""
+
+    added: list[tuple[str, int]]
+    removed: list[tuple[str, int]]
+    kept: int
+
+
+def vocabulary_diff(old: Mapping[str, int], new: Mapping[str, int]) -> VocabularyDiff:
+    """Tokens only the new vocabulary has, tokens only the old one had, and how many both hold."""
+    added = sorted(((token, i) for token, i in new.items() if token not in old), key=lambda pair: (pair[1], pair[0]))
+    removed = sorted(((token, i) for token, i in old.items() if token not in new), key=lambda pair: (pair[1], pair[0]))
+    return VocabularyDiff(added=added, removed=removed, kept=len(new) - len(added))
+
+
+def readable_token(token: str, byte_level: bool) -> str:
+    """A token as the text it stands for: byte-level tokens decoded ('Ġthe' → ' the'; a split character → '�')."""
+    if not byte_level or any(ch not in BYTE_DECODER for ch in token):
+        return token
+    return bytes(BYTE_DECODER[ch] for ch in token).decode("utf-8", errors="replace")
+
+
+def load_vocabulary(store: ObjectStore, version: TokenizerVersion) -> dict[str, int]:
+    """The token → id map of a version, special tokens included."""
+    return load_tokenizer(store, version).get_vocab(with_added_tokens=True)

@@ -1,0 +1,93 @@
+"""Stage and progress of a running job, written to its row; also how a worker learns of a cancel."""
+
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+
+import psutil
+from sqlalchemy import update
+from sqlalchemy.orm import Session, sessionmaker
+
+from tokenmill.db import transaction, utcnow
+from tokenmill.work.lifecycle import JobCancelled, held, rss
+from tokenmill.models import TrainingJob
+
+
+class Reporter:
+    """Writes stage and progress of a running job at most once a second."""
+
+    def __init__(self, factory: sessionmaker[Session], job_id: uuid.UUID, attempt: int | None = None,
+                 interval: float = 1.0) -> None:
+        self.factory = factory
+        self.job_id = job_id
+        self.attempt = attempt
+        self.interval = interval
+        self._last = 0.0
+
+    def __call__(self, stage: str, progress: float, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < self.interval:
+            return
+        self._last = now
+        with transaction(self.factory) as session:
+            result = session.execute(
+                update(TrainingJob)
+                .where(held(TrainingJob, self.job_id, self.attempt))
+                .values(stage=stage, progress=round(min(max(progress, 0.0), 1.0), 4), updated_at=utcnow())
+            )
+        if result.rowcount == 0:
+            raise JobCancelled(str(self.job_id))
+
+
+def tracked(texts: Iterable[str], total_chars: int, report: Reporter, stage: str, start: float, end: float) -> Iterator[str]:
+    """The texts, reporting the share read so far as progress between start and end."""
+    seen = 0
+    for text in texts:
+        seen += len(text)
+        report(stage, start + (end - start) * seen / max(total_chars, 1))
+        yield text
+
+
+class PeakMemory:
+    """Samples the resident memory of this process and the children it starts meanwhile (a
+    training child) in a thread; `peak` is the highest seen. Children already running when it
+    starts (the evaluation's encode processes, kept between jobs) are not counted. Finding the
+    children reads every process of the machine, so it is done once a second; their memory,
+    like this process's, is read every `every` seconds."""
+
+    def __init__(self, every: float = 0.1, look_for_children_every: float = 1.0) -> None:
+        self.every = every
+        self.look_every = max(1, round(look_for_children_every / every))
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="peak-memory")
+        self._process = psutil.Process()
+        self._before: set[int] = set()
+        self._children: list[psutil.Process] = []
+
+    def _look_for_children(self) -> None:
+        self._children = [child for child in self._process.children(recursive=True) if child.pid not in self._before]
+
+    def _sample(self) -> None:
+        self.peak = max(self.peak, rss([self._process, *self._children]))
+
+    def _run(self) -> None:
+        samples = 0
+        while not self._stop.is_set():
+            if samples % self.look_every == 0:
+                self._look_for_children()
+            self._sample()
+            samples += 1
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> "PeakMemory":
+        self._before = {child.pid for child in self._process.children(recursive=True)}
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._look_for_children()
+        self._sample()

@@ -55,11 +55,11 @@ def manage_teams(args: argparse.Namespace) -> None:
                 print(f"created team {team.name} ({team.id}); its API key, shown once:")
                 print(key)
             elif args.teams_command == "key":
-                team = team_by_name(session, args.name)
-                if team is None:
+                named = team_by_name(session, args.name)
+                if named is None:
                     sys.exit(f"no team named {args.name!r}")
-                key = issue_key(session, team)
-                print(f"a new API key for team {team.name}, shown once:")
+                key = issue_key(session, named)
+                print(f"a new API key for team {named.name}, shown once:")
                 print(key)
             else:
                 revoke_key(session, args.key)

@@ -10,13 +10,14 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import IO, Any, BinaryIO, Never, cast
 
 import httpx
 from tqdm import tqdm
 
 
-def add_commands(sub) -> None:
-    def common(p):
+def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--url", default=os.environ.get("TOKENMILL_API_URL", "http://127.0.0.1:8000"))
         p.add_argument("--api-key", default=os.environ.get("TOKENMILL_API_KEY"))
 
@@ -57,7 +58,7 @@ def add_commands(sub) -> None:
 class _Progress:
     """A file wrapper that advances a progress bar as httpx reads it."""
 
-    def __init__(self, handle, bar) -> None:
+    def __init__(self, handle: BinaryIO, bar: "tqdm[Never]") -> None:
         self.handle, self.bar = handle, bar
 
     def read(self, size: int = -1) -> bytes:
@@ -66,13 +67,13 @@ class _Progress:
         return data
 
 
-def _client(args) -> httpx.Client:
+def _client(args: argparse.Namespace) -> httpx.Client:
     if not args.api_key:
         sys.exit("no API key: pass --api-key or set TOKENMILL_API_KEY")
     return httpx.Client(base_url=args.url, headers={"Authorization": f"Bearer {args.api_key}"}, timeout=600)
 
 
-def _check(response: httpx.Response) -> dict:
+def _check(response: httpx.Response) -> dict[str, Any]:
     if response.is_error:
         try:
             body = response.json()
@@ -80,21 +81,24 @@ def _check(response: httpx.Response) -> dict:
         except ValueError:
             message = response.text
         sys.exit(f"error {response.status_code}: {message}")
-    return response.json()
+    answer: dict[str, Any] = response.json()  # the API answers a JSON object
+    return answer
 
 
-def upload(args) -> int:
+def upload(args: argparse.Namespace) -> int:
     size = args.file.stat().st_size
     data = {"name": args.name or args.file.name, "domain": args.domain, "language": args.language}
     data.update({k: v for k, v in (("format", args.format), ("text_field", args.text_field),
                                    ("parallel_group", args.parallel_group)) if v})
     with _client(args) as http, args.file.open("rb") as handle, tqdm(total=size, unit="B", unit_scale=True, desc="upload") as bar:
-        corpus = _check(http.post("/v1/corpora", data=data, files={"file": (args.file.name, _Progress(handle, bar))}))
+        # httpx needs only read() of an upload's file (it probes for fileno and seek, which the wrapper lacks).
+        progress = cast(IO[bytes], _Progress(handle, bar))
+        corpus = _check(http.post("/v1/corpora", data=data, files={"file": (args.file.name, progress)}))
     print(json.dumps(corpus, indent=2))
     return 0
 
 
-def train(args) -> int:
+def train(args: argparse.Namespace) -> int:
     spec = json.loads(Path(args.spec[1:]).read_text() if args.spec.startswith("@") else args.spec)
     for key in ("algorithm", "library", "vocab_size"):
         if getattr(args, key) is not None:
@@ -119,7 +123,7 @@ def train(args) -> int:
     return 0
 
 
-def show_job(args) -> int:
+def show_job(args: argparse.Namespace) -> int:
     with _client(args) as http:
         job = _check(http.get(f"/v1/jobs/{args.id}"))
     print(json.dumps(job, indent=2))
@@ -127,13 +131,13 @@ def show_job(args) -> int:
     return 0
 
 
-def _warn(job: dict) -> None:
+def _warn(job: dict[str, Any]) -> None:
     # The job's notes (a vocabulary smaller than asked for, and why), one line each on stderr.
     for note in job.get("notes", []):
         print(f"warning: {note}", file=sys.stderr)
 
 
-def download(args) -> int:
+def download(args: argparse.Namespace) -> int:
     name, _, version = args.ref.partition("@")
     version = version or "latest"
     args.dir.mkdir(parents=True, exist_ok=True)

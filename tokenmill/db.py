@@ -4,9 +4,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
-from sqlalchemy import DateTime, Engine, MetaData, TypeDecorator, create_engine, event
+from sqlalchemy import CursorResult, DateTime, Dialect, Engine, MetaData, Result, TypeDecorator, create_engine, event
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.pool import ConnectionPoolEntry
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -25,18 +28,24 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class UTCDateTime(TypeDecorator):
+def rowcount(result: Result[Any]) -> int:
+    """The rows an UPDATE or DELETE matched."""
+    # Session.execute is typed as returning a Result; for these statements it is a CursorResult.
+    return cast(CursorResult[Any], result).rowcount
+
+
+class UTCDateTime(TypeDecorator[datetime]):
     """Aware UTC datetimes on every database (SQLite stores them naive, in UTC)."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is not None and dialect.name == "sqlite":
             return value.astimezone(UTC).replace(tzinfo=None)
         return value
 
-    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is not None and value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value
@@ -69,7 +78,7 @@ def make_engine(url: str) -> Engine:
                          connect_args={"connect_timeout": 5})
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_pragmas(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")

@@ -52,8 +52,8 @@ class Settings(BaseSettings):
     orphan_grace_seconds: int = 3600
     # `counting: distributed` jobs: the byte range one worker counts at a time, and how many
     # helper tasks a job sends at most (tokenmill.training.counted).
-    count_part_bytes: int = Field(COUNT_PART_BYTES, ge=1024)
-    count_helpers: int = Field(8, ge=0, le=1000)
+    count_part_bytes: int = Field(default=COUNT_PART_BYTES, ge=1024)
+    count_helpers: int = Field(default=8, ge=0, le=1000)
     api_url: str = "http://127.0.0.1:8000"
     # How many cores an evaluation uses: its encoders' threads, and its measuring processes on a
     # large corpus (tokenmill.evaluation.measuring); the one setting for the evaluation engine's parallelism.
@@ -78,7 +78,7 @@ def get_settings() -> Settings:
     return Settings()
 
 
-def celery_broker(settings: Settings) -> tuple[str, dict]:
+def celery_broker(settings: Settings) -> tuple[str, dict[str, object]]:
     """Broker URL and transport options for Celery (plain data: the core imports no Celery).
 
     `filesystem:///path` is the embedded mode's local transport: kombu's filesystem

@@ -156,7 +156,7 @@ def _count_jsonl(splitter: LineSplitter, chunk: bytes, final: bool, fields: Corp
     lines = splitter.feed(chunk, final)
     first = splitter.line_number - len(lines) + 1
     documents = [document for number, line in enumerate(lines, start=first)
-                 if (document := document_of(line, number, fields.format, fields.text_field)) is not None]
+                 if (document := document_of(line, number, "jsonl", fields.text_field)) is not None]
     tally.counts.add_documents(documents)
 
 

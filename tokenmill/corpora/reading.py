@@ -9,7 +9,7 @@ import itertools
 import json
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 import numpy as np
 import zstandard
@@ -70,7 +70,8 @@ def _gunzip(head: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 
 def _unzstd(head: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
-    source = ChunkReader(itertools.chain([head], chunks))
+    # zstandard asks for a file but only reads one (and closes it if it can).
+    source = cast(IO[bytes], ChunkReader(itertools.chain([head], chunks)))
     reader = zstandard.ZstdDecompressor().stream_reader(source, read_across_frames=True)
     try:
         while out := reader.read(CHUNK):

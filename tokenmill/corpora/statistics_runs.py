@@ -13,7 +13,7 @@ from sqlalchemy import or_, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora.reading import corpus_documents
-from tokenmill.db import transaction, utcnow
+from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.work.lifecycle import Heartbeat, WorkLimits
 from tokenmill.models import Corpus
 from tokenmill.corpora.statistics import CorpusStatistics
@@ -36,18 +36,18 @@ def record_statistics(factory: sessionmaker[Session], store: ObjectStore, corpus
     task again."""
     now = utcnow()
     with transaction(factory) as session:
-        claimed = session.execute(
+        claimed = rowcount(session.execute(
             update(Corpus).where(Corpus.id == corpus_id, Corpus.statistics.is_(None),
                                  or_(Corpus.statistics_claimed_at.is_(None),
                                      Corpus.statistics_claimed_at < now - timedelta(seconds=limits.silent_after)))
             .values(statistics_claimed_at=now)
-        ).rowcount
+        ))
     if not claimed:
         return False
 
     def touch(session: Session) -> bool:
-        return session.execute(update(Corpus).where(Corpus.id == corpus_id, Corpus.statistics.is_(None))
-                               .values(statistics_claimed_at=utcnow())).rowcount == 1
+        return rowcount(session.execute(update(Corpus).where(Corpus.id == corpus_id, Corpus.statistics.is_(None))
+                                        .values(statistics_claimed_at=utcnow()))) == 1
 
     try:
         with Heartbeat(factory, touch, limits):

@@ -43,11 +43,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import psutil
 
 from tokenmill.errors import Busy
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+    from tokenmill.encoding.subword_sampling import TokenizersSampler
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +68,9 @@ WATCH_SECONDS = 0.05  # how often the parent looks at a working process's memory
 ROOT = str(Path(__file__).resolve().parent.parent)  # where the child imports tokenmill from
 
 Encoded = tuple[list[int], list[str], list[tuple[int, int]]]
+Message = tuple[object, ...]  # (work, *args): what a process is asked to do
+# What a process keeps loaded, under the caller's keys: tokenizers, and (keys of their own) samplers.
+_Cache: TypeAlias = "OrderedDict[str, Tokenizer | TokenizersSampler]"
 
 
 class SandboxError(Exception):
@@ -92,15 +100,19 @@ class _Miss(Exception):
     """The tokenizer asked for is not loaded in this process."""
 
 
-def _encode(cache: OrderedDict, key: str, text: str) -> Encoded:
+def _encode(cache: _Cache, key: str, text: str) -> Encoded:
+    from tokenizers import Tokenizer
+
     if key not in cache:
         raise _Miss(key)
     cache.move_to_end(key)
-    encoding = cache[key].encode(text, add_special_tokens=False)
+    tokenizer = cache[key]
+    assert isinstance(tokenizer, Tokenizer)  # a sampler's key is never an encode's
+    encoding = tokenizer.encode(text, add_special_tokens=False)
     return encoding.ids, encoding.tokens, encoding.offsets
 
 
-def _load(cache: OrderedDict, key: str, tokenizer_json: str) -> None:
+def _load(cache: _Cache, key: str, tokenizer_json: str) -> None:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_str(tokenizer_json)
@@ -110,16 +122,18 @@ def _load(cache: OrderedDict, key: str, tokenizer_json: str) -> None:
         cache.popitem(last=False)
 
 
-def _sample(cache: OrderedDict, key: str, text: str, sampling: dict[str, Any]) -> Encoded:
-    from tokenmill.encoding.subword_sampling import Sampling
+def _sample(cache: _Cache, key: str, text: str, sampling: dict[str, Any]) -> Encoded:
+    from tokenmill.encoding.subword_sampling import Sampling, TokenizersSampler
 
     if key not in cache:
         raise _Miss(key)
     cache.move_to_end(key)
-    return cache[key].encode(text, Sampling(**sampling))
+    sampler = cache[key]
+    assert isinstance(sampler, TokenizersSampler)  # an encode's key is never a sampler's
+    return sampler.encode(text, Sampling(**sampling))
 
 
-def _load_sampler(cache: OrderedDict, key: str, tokenizer_json: str) -> None:
+def _load_sampler(cache: _Cache, key: str, tokenizer_json: str) -> None:
     from tokenmill.encoding.subword_sampling import sampler
 
     cache[key] = sampler(tokenizer_json)
@@ -127,7 +141,7 @@ def _load_sampler(cache: OrderedDict, key: str, tokenizer_json: str) -> None:
         cache.popitem(last=False)
 
 
-def _split(cache: OrderedDict, pattern: str, texts: list[str]) -> int:
+def _split(cache: _Cache, pattern: str, texts: list[str]) -> int:
     """Split each text with the pattern as training does (`Split(Regex, "isolated")`)."""
     from tokenizers import Regex, pre_tokenizers
 
@@ -145,7 +159,7 @@ def serve(fd: int) -> None:
     import tokenizers  # noqa: F401  (warm: imported before the first request)
 
     conn = Connection(fd)
-    cache: OrderedDict = OrderedDict()
+    cache: _Cache = OrderedDict()
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -169,7 +183,7 @@ def serve(fd: int) -> None:
 
 @dataclass(eq=False)
 class _Worker:
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     conn: Connection
     ready: bool = False
     dead: bool = False
@@ -211,16 +225,18 @@ class Sandbox:
     def encode(self, key: str, text: str, tokenizer_json: Callable[[], str], owner: str | None = None) -> Encoded:
         """Ids, tokens and offsets of `text` under the tokenizer `key` names; `tokenizer_json`
         is called only when the process that takes the request has not loaded it yet."""
-        return self._loaded(("encode", key, text), lambda: ("load", key, tokenizer_json()), owner)
+        return cast(Encoded, self._loaded(("encode", key, text), lambda: ("load", key, tokenizer_json()), owner))
 
     def sample(self, key: str, text: str, sampling: dict[str, Any], tokenizer_json: Callable[[], str],
                owner: str | None = None) -> Encoded:
         """A sampled encode of `text` (tokenmill.encoding.subword_sampling, `sampling` as `Sampling.as_dict()`) with the
         sampler `key` names; `tokenizer_json` is called only when the process has not loaded it yet."""
-        return self._loaded(("sample", key, text, sampling), lambda: ("load_sampler", key, tokenizer_json()), owner)
+        return cast(Encoded, self._loaded(("sample", key, text, sampling),
+                                          lambda: ("load_sampler", key, tokenizer_json()), owner))
 
-    def _loaded(self, message: tuple, load: Callable[[], tuple], owner: str | None) -> Any:
-        """Run `message` in a process, first sending it `load()` if it has not loaded what the message names."""
+    def _loaded(self, message: Message, load: Callable[[], Message], owner: str | None) -> Any:
+        """Run `message` in a process, first sending it `load()` if it has not loaded what the message names;
+        its reply's value, unpickled (what the child's work returned: the callers know its type)."""
         with self._checkout(owner) as worker:
             status, value = self._run(worker, message, self.timeout)
             if status == "miss":
@@ -231,7 +247,7 @@ class Sandbox:
     def split(self, pattern: str, texts: list[str], timeout: float) -> int:
         """How many pieces the tokenizers Split pre-tokenizer cuts the texts into, within `timeout`."""
         with self._checkout(None) as worker:
-            return self._run(worker, ("split", pattern, texts), timeout)[1]
+            return cast(int, self._run(worker, ("split", pattern, texts), timeout)[1])
 
     def close(self) -> None:
         """Stop every process; busy ones are stopped when their request ends."""
@@ -323,7 +339,7 @@ class Sandbox:
         worker.kill()
         raise Busy("an encoding process failed to start; try again", 5)
 
-    def _run(self, worker: _Worker, message: tuple, timeout: float) -> tuple[str, Any]:
+    def _run(self, worker: _Worker, message: Message, timeout: float) -> tuple[str, Any]:
         """Send one message and wait for its reply, killing the process past `timeout` or the memory limit."""
         deadline = time.monotonic() + timeout
         try:

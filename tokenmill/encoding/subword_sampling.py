@@ -51,6 +51,8 @@ DEFAULT_NBEST = -1
 UNKNOWN_PENALTY = 10.0  # tokenizers' and sentencepiece's score of an unknown character: lowest minus this
 
 Encoded = tuple[list[int], list[str], list[tuple[int, int]]]
+Cut = tuple[int, str, tuple[int, int]]  # a token of a piece: id, token, byte span in the piece
+Lattice = list[list[tuple[int, int, float]]]  # `UnigramSampler.lattice`
 
 
 class SamplingOptions(BaseModel):
@@ -243,13 +245,13 @@ class UnigramSampler:
     def __init__(self, model: dict[str, Any]) -> None:
         self.pieces = {piece: (i, score) for i, (piece, score) in enumerate(model["vocab"])}
         self.longest = max((len(piece) for piece in self.pieces), default=1)
-        self.unk = model.get("unk_id")
+        self.unk: int | None = model.get("unk_id")
         self.byte_fallback = bool(model.get("byte_fallback"))
         self.unknown_score = min((score for _, score in model["vocab"]), default=0.0) - UNKNOWN_PENALTY
 
-    def lattice(self, piece: str) -> list[list[tuple[int, int, float]]]:
+    def lattice(self, piece: str) -> Lattice:
         """Nodes (start, id or -1 for unknown, score) ending at each character position, by start."""
-        ends: list[list[tuple[int, int, float]]] = [[] for _ in range(len(piece) + 1)]
+        ends: Lattice = [[] for _ in range(len(piece) + 1)]
         for start in range(len(piece)):
             single = False
             for end in range(start + 1, min(len(piece), start + self.longest) + 1):
@@ -272,7 +274,7 @@ class UnigramSampler:
         return paths[chosen][1]
 
     @staticmethod
-    def _forward_backward(ends, alpha: float, rng: random.Random) -> list[tuple[int, int, int]]:
+    def _forward_backward(ends: Lattice, alpha: float, rng: random.Random) -> list[tuple[int, int, int]]:
         # Forward: log of the summed weight exp(alpha * score) of every path to each position.
         forward = [0.0] + [-math.inf] * (len(ends) - 1)
         for end in range(1, len(ends)):
@@ -290,7 +292,7 @@ class UnigramSampler:
         return path[::-1]
 
     @staticmethod
-    def _nbest(ends, size: int) -> list[tuple[float, list[tuple[int, int, int]]]]:
+    def _nbest(ends: Lattice, size: int) -> list[tuple[float, list[tuple[int, int, int]]]]:
         # The `size` best (score, path) to each position, extending those of each node's start.
         best: list[list[tuple[float, list[tuple[int, int, int]]]]] = [[(0.0, [])]]
         for end in range(1, len(ends)):
@@ -310,7 +312,8 @@ class UnigramSampler:
                 spans[-1][1] = end
             else:
                 spans.append([start, end, token_id])
-        out, offset = [], 0
+        out: list[Cut] = []
+        offset = 0
         for start, end, token_id in spans:
             text = piece[start:end]
             size = len(text.encode("utf-8"))
@@ -320,8 +323,10 @@ class UnigramSampler:
                 out.append((token_id, text, span))
             elif self.byte_fallback and all(f"<0x{b:02X}>" in self.pieces for b in text.encode()):
                 out.extend((self.pieces[f"<0x{b:02X}>"][0], f"<0x{b:02X}>", span) for b in text.encode())
-            else:
+            elif self.unk is not None:
                 out.append((self.unk, text, span))
+            else:  # as tokenizers' Unigram says it
+                raise ValueError("Encountered an unknown token but `unk_id` is missing")
         return out
 
 
@@ -342,15 +347,18 @@ class TokenizersSampler:
     def encode(self, text: str, sampling: Sampling) -> Encoded:
         from tokenizers import PreTokenizedString, Token
 
-        if (sampling.method == "bpe-dropout") != (self.bpe is not None) or (self.bpe or self.unigram) is None:
+        bpe, unigram, alpha, nbest_size = self.bpe, self.unigram, sampling.alpha, sampling.nbest_size
+        if (sampling.method == "bpe-dropout") != (bpe is not None) or (bpe or unigram) is None:
             raise ValueError(f"a {self.kind} model does not sample with {sampling.method}")
         rng = random.Random(sampling.seed)
-        if self.bpe is not None:
-            def cut(piece: str) -> list:
-                return self.bpe.encode(piece, sampling.dropout or 0.0, rng)
+        if bpe is not None:
+            def cut(piece: str) -> list[Cut]:
+                return bpe.encode(piece, sampling.dropout or 0.0, rng)
+        elif unigram is not None and alpha is not None and nbest_size is not None:
+            def cut(piece: str) -> list[Cut]:
+                return unigram.encode(piece, alpha, nbest_size, rng)
         else:
-            def cut(piece: str) -> list:
-                return self.unigram.encode(piece, sampling.alpha, sampling.nbest_size, rng)
+            raise ValueError("unigram sampling needs alpha and nbest_size")
         pre = PreTokenizedString(text)
         if (normalizer := self.tokenizer.normalizer) is not None:
             pre.normalize(normalizer.normalize)

@@ -25,21 +25,36 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, TypedDict, cast
 
 import numpy as np
 import sentencepiece
 import tiktoken
-from sentencepiece import sentencepiece_model_pb2 as model_pb2
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 from tokenmill.evaluation.references import load_reference
 from tokenmill.settings import get_settings
 from tokenmill.evaluation.spelling import Spelling, WordPieceSpelling, byte_length_spans, utf8_widths
+from tokenmill.evaluation.unigram import ModelProto, model_proto
 from tokenmill.evaluation.word_cache import applies as word_cache_applies, word_cache
 from tokenmill.corpora.words import code_points
 from tokenmill.training.tiktoken_format import encoding as tiktoken_encoding, parse_rank_file
 
 Spans = list[tuple[int, int]]
+
+
+class Recipe(TypedDict, total=False):
+    """How another process builds an encoder (tokenmill.evaluation.shards): a reference, a tokenizer.json,
+    a sentencepiece model or a rank file, and the encoder's name (added by the sender)."""
+
+    name: str
+    reference: str
+    tokenizer_json: str
+    sentencepiece: bytes
+    cache_words: bool
+    rank_file: bytes
+    special_tokens: dict[str, int]
+    pattern: str
 
 
 def evaluation_threads() -> int:
@@ -129,7 +144,7 @@ class Encoder:
     unk_id: int | None = None
     byte_fallback_ids: frozenset[int] = field(default_factory=frozenset)
     # How another process builds the same encoder (tokenmill.evaluation.shards), if it can.
-    recipe: dict | None = None
+    recipe: Recipe | None = None
     spelling: Spelling | None = None
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
@@ -148,16 +163,17 @@ class Encoder:
     def encode_batch(self, lines: Sequence[str]) -> EncodedBatch:
         if self.spelling is None:
             return self._exact(lines)
-        return self._checked(lines, *self._ids(lines))
+        return self._checked(self.spelling, lines, *self._ids(lines))
 
-    def _checked(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> EncodedBatch:
+    def _checked(self, spelling: Spelling, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> EncodedBatch:
         """The lines with their ids: spans and round trips from the spelling where it proves
         them, the exact path elsewhere."""
-        checked = self.spelling.check(lines, flat, counts)
+        checked = spelling.check(lines, flat, counts)
         spelled = EncodedBatch(flat, checked.spans, counts, int(checked.roundtrips.sum()))
         if checked.spelled.all():
             return spelled
-        return _merged(spelled, checked.spelled, self._exact([lines[i] for i in np.flatnonzero(~checked.spelled)]))
+        others = [lines[i] for i in np.flatnonzero(~checked.spelled).tolist()]
+        return _merged(spelled, checked.spelled, self._exact(others))
 
 
 def _merged(batch: EncodedBatch, kept: np.ndarray, other: EncodedBatch) -> EncodedBatch:
@@ -201,7 +217,7 @@ class TokenizersEncoder(Encoder):
         model = data["model"]
         unk = model.get("unk_token")
         unk_id = model.get("unk_id") if model.get("type") == "Unigram" else (tokenizer.token_to_id(unk) if unk else None)
-        byte_ids = frozenset()
+        byte_ids: frozenset[int] = frozenset()
         if model.get("byte_fallback"):
             byte_ids = frozenset(i for v in range(256) if (i := tokenizer.token_to_id(f"<0x{v:02X}>")) is not None)
         spelling = metaspace_spelling(tokenizer, data) or wordpiece_spelling(tokenizer, data)
@@ -216,7 +232,7 @@ class TokenizersEncoder(Encoder):
         switch = os.environ.get("TOKENIZERS_PARALLELISM")
         return (self.threads or evaluation_threads()) == 1 and (switch is None or switch.lower() not in _PARALLELISM_OFF)
 
-    def _encodings(self, lines: Sequence[str], fast: bool = False) -> list:
+    def _encodings(self, lines: Sequence[str], fast: bool = False) -> list[Encoding]:
         if self._line_by_line():
             return [self.tokenizer.encode(line, add_special_tokens=False) for line in lines]
         encode = self.tokenizer.encode_batch_fast if fast else self.tokenizer.encode_batch
@@ -254,13 +270,13 @@ _METASPACE_DECODERS = ({"type": "Replace", "pattern": {"String": "\u2581"}, "con
                        {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0})
 
 
-def _steps(part: dict | None, key: str) -> list[dict]:
+def _steps(part: dict[str, Any] | None, key: str) -> list[dict[str, Any]]:
     if part is None:
         return []
     return part[key] if part["type"] == "Sequence" else [part]
 
 
-def metaspace_spelling(tokenizer: Tokenizer, data: dict) -> Spelling | None:
+def metaspace_spelling(tokenizer: Tokenizer, data: dict[str, Any]) -> Spelling | None:
     """How a "▁" BPE or Unigram model spells its input; None for any other tokenizer."""
     model = data["model"]
     normalizers, pre_tokenizers = _steps(data["normalizer"], "normalizers"), _steps(data["pre_tokenizer"], "pretokenizers")
@@ -290,7 +306,7 @@ def _metaspace_bytes(piece: str, byte: bool) -> bytes:
     return bytes([int(piece[3:5], 16)]) if byte else piece.replace("\u2581", " ").encode()
 
 
-def wordpiece_spelling(tokenizer: Tokenizer, data: dict) -> WordPieceSpelling | None:
+def wordpiece_spelling(tokenizer: Tokenizer, data: dict[str, Any]) -> WordPieceSpelling | None:
     """How a WordPiece model spells its input, if nothing normalizes it and its pre-tokenizer
     only drops whitespace; None for any other tokenizer. How the decoder joins each token to
     the one before is asked of the decoder itself, token by token."""
@@ -303,8 +319,8 @@ def wordpiece_spelling(tokenizer: Tokenizer, data: dict) -> WordPieceSpelling | 
     special = {token["id"] for token in data["added_tokens"]} | {tokenizer.token_to_id(model.get("unk_token") or "")}
     pieces, glued, continuing = [], [], []
     for i in range(tokenizer.get_vocab_size(with_added_tokens=True)):
-        token = tokenizer.id_to_token(i)
-        piece = token[len(prefix):] if token is not None and token.startswith(prefix) else token
+        token = tokenizer.id_to_token(i) or ""  # "": an id without a token spells nothing
+        piece = token[len(prefix):] if token.startswith(prefix) else token
         fixed = bool(piece) and i not in special and not any(c.isspace() for c in piece)
         # After another token, the decoder writes it glued on or after a space (a first token
         # is written as it is, "##" and all: `continuing` tells those apart).
@@ -323,6 +339,8 @@ class SentencePieceEncoder(Encoder):
     `cache_words`, each distinct word is encoded once (`tokenmill.evaluation.word_cache`).
     """
 
+    spelling: Spelling  # always: its pieces spell its input
+
     def __init__(self, name: str, model: bytes, threads: int | None = None, cache_words: bool = False) -> None:
         self.processor = sentencepiece.SentencePieceProcessor(model_proto=model)
         size = self.processor.get_piece_size()
@@ -333,11 +351,11 @@ class SentencePieceEncoder(Encoder):
                          self.processor.unk_id(), byte_ids, {"sentencepiece": model, "cache_words": cache_words},
                          Spelling.of(pieces, dummy_prefix=True))
         self.threads = threads
-        self.words = (word_cache(model_pb2.ModelProto.FromString(model), self._direct, pieces, byte_ids)
+        self.words = (word_cache(model_proto(model), self._direct, pieces, byte_ids)
                       if cache_words else None)
 
     @staticmethod
-    def exact_spans(proto: model_pb2.ModelProto) -> bool:
+    def exact_spans(proto: ModelProto) -> bool:
         """Whether a model's pieces spell its input (identity rule, byte fallback, dummy prefix)."""
         normalizer = proto.normalizer_spec
         return (normalizer.name == "identity" and proto.trainer_spec.byte_fallback
@@ -354,17 +372,18 @@ class SentencePieceEncoder(Encoder):
         decode back to themselves: their pieces spell them); the unsure lines as any others."""
         words = None if self.words is None else self.words.encode(lines)
         if words is None:
-            return self._checked(lines, *_flat(self._direct(lines)))
+            return self._checked(self.spelling, lines, *_flat(self._direct(lines)))
         cached = EncodedBatch(words.flat, words.spans, words.counts, int(len(lines) - words.unsure.sum()))
         if not words.unsure.any():
             return cached
-        unsure = [lines[i] for i in np.flatnonzero(words.unsure)]
-        return _merged(cached, ~words.unsure, self._checked(unsure, *_flat(self._direct(unsure))))
+        unsure = [lines[i] for i in np.flatnonzero(words.unsure).tolist()]
+        return _merged(cached, ~words.unsure, self._checked(self.spelling, unsure, *_flat(self._direct(unsure))))
 
     def _direct(self, lines: Sequence[str]) -> list[list[int]]:
         if len(lines) < 16:  # a few lines (the word cache's unsure ones): no thread pool to start
             return [self.processor.encode(line) for line in lines]
-        return self.processor.encode(list(lines), num_threads=self.threads or evaluation_threads())
+        ids = self.processor.encode(list(lines), num_threads=self.threads or evaluation_threads())
+        return cast(list[list[int]], ids)  # sentencepiece's stubs give Any: ids per line, for a list of lines
 
     def begin(self) -> None:
         if self.words is not None:
@@ -390,7 +409,10 @@ class SentencePieceEncoder(Encoder):
 class TiktokenEncoder(Encoder):
     """A tiktoken Encoding; its ranks spell their input, byte for byte."""
 
-    def __init__(self, name: str, enc: tiktoken.Encoding, threads: int | None = None, recipe: dict | None = None) -> None:
+    spelling: Spelling
+
+    def __init__(self, name: str, enc: tiktoken.Encoding, threads: int | None = None,
+                 recipe: Recipe | None = None) -> None:
         # recipe: a reference name, or the rank file with its pattern and special tokens.
         super().__init__(name, "tiktoken", enc.n_vocab, recipe=recipe, spelling=Spelling.of(_token_bytes(enc)))
         self.enc = enc
@@ -436,12 +458,11 @@ def reference_encoder(name: str, threads: int | None = None) -> TiktokenEncoder:
     return TiktokenEncoder(name, load_reference(name), threads, recipe={"reference": name})
 
 
-def version_encoders(name: str, files: dict[str, bytes], manifest: dict) -> tuple[Encoder, Encoder | None]:
+def version_encoders(name: str, files: dict[str, bytes], manifest: dict[str, Any]) -> tuple[Encoder, Encoder | None]:
     """The encoder of a version's own library and, where one applies, a faster one to prove on
     each corpus: tiktoken on its rank file, or sentencepiece a word at a time."""
     model = files.get("tokenizer.model")
-    proto = None if model is None else model_pb2.ModelProto.FromString(model)
-    if proto is not None and SentencePieceEncoder.exact_spans(proto):
+    if model is not None and SentencePieceEncoder.exact_spans(proto := model_proto(model)):
         fast = SentencePieceEncoder(name, model, cache_words=True) if word_cache_applies(proto) else None
         return SentencePieceEncoder(name, model), fast
     slow = TokenizersEncoder(name, Tokenizer.from_str(files["tokenizer.json"].decode()))
@@ -455,7 +476,7 @@ def rank_file_encoder(name: str, rank_file: bytes, special_tokens: dict[str, int
                       threads: int | None = None) -> TiktokenEncoder:
     """A tiktoken encoder from a version's .tiktoken file and what its manifest says about it."""
     enc = tiktoken_encoding(name, parse_rank_file(rank_file), special_tokens, pattern)
-    recipe = {"rank_file": rank_file, "special_tokens": special_tokens, "pattern": pattern}
+    recipe: Recipe = {"rank_file": rank_file, "special_tokens": special_tokens, "pattern": pattern}
     return TiktokenEncoder(name, enc, threads, recipe)
 
 

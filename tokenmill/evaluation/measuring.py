@@ -94,7 +94,7 @@ def _encoded_ahead(encoder: Encoder, batches: Iterator[list[str]]) -> Iterator[t
         return
     batch = next(batches, None)
     pending = ahead.submit(encoder.encode_batch, batch) if batch is not None else None
-    while batch is not None:
+    while batch is not None and pending is not None:  # both, or neither
         following = next(batches, None)
         encoded = pending.result()
         pending = ahead.submit(encoder.encode_batch, following) if following is not None else None
@@ -106,7 +106,8 @@ def head(store: ObjectStore, corpus: Corpus, lines: int) -> list[str]:
     return list(itertools.islice(corpus_documents(store, corpus), lines))
 
 
-def evaluation_row(team_id: uuid.UUID, corpus: Corpus, metrics: dict[str, Any], **subject) -> Evaluation:
+def evaluation_row(team_id: uuid.UUID, corpus: Corpus, metrics: dict[str, Any],
+                   **subject: uuid.UUID | str | None) -> Evaluation:
     """The row of one measurement; `subject` is version_id= or reference= (and run_id=, if any)."""
     return Evaluation(team_id=team_id, corpus_id=corpus.id, word_rule=str(metrics["word_rule"]), metrics=metrics, **subject)
 
@@ -179,7 +180,7 @@ def curve_sizes(vocab_size: int, start: int = CURVE_START) -> list[int]:
     return sizes + [vocab_size]
 
 
-def vocab_curve(files: dict[str, bytes], manifest: dict, sample: Sequence[str]) -> list[dict[str, float]]:
+def vocab_curve(files: dict[str, bytes], manifest: dict[str, Any], sample: Sequence[str]) -> list[dict[str, float]]:
     """Fertility on the sample at growing vocabulary sizes, by truncating the BPE merge list.
 
     The first k merges are exactly what a smaller training would have learned, so one
@@ -200,7 +201,7 @@ def vocab_curve(files: dict[str, bytes], manifest: dict, sample: Sequence[str]) 
     return curve
 
 
-def _truncated(files: dict[str, bytes], manifest: dict, data: dict, size: int) -> Encoder | None:
+def _truncated(files: dict[str, bytes], manifest: dict[str, Any], data: dict[str, Any], size: int) -> Encoder | None:
     model = data["model"]
     base = len(model["vocab"]) - len(model["merges"])  # specials, alphabet (and byte tokens)
     keep = size - base - len([t for t in data["added_tokens"] if t["content"] not in model["vocab"]])

@@ -36,6 +36,8 @@ _BATCH_SIZE = 1 << 17
 class MetricsAccumulator:
     """Streaming sums of the §6 metrics of one tokenizer on one corpus."""
 
+    _batch: list[str]  # lines, measured together by _flush (add_batch's, while they are measured)
+
     def __init__(
         self,
         vocab_size: int,
@@ -157,7 +159,7 @@ class MetricsAccumulator:
         return total
 
     def _clear_batch(self) -> None:
-        self._batch: list[str] = []  # lines, measured together by _flush
+        self._batch = []
         self._batch_size = 0  # tokens plus a quarter of the characters
         self._ids: list[int] = []
         self._token_spans: list[tuple[int, int]] = []

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from pathlib import Path
+from typing import cast
 
 import tiktoken
 from tiktoken_ext.openai_public import (
@@ -107,7 +109,8 @@ def _read_verified(ref: _Reference) -> bytes:
     # Located through the distribution's file list rather than importlib.resources, which
     # would import the package: `whisper` imports torch, which is deliberately absent.
     try:
-        path = Path(metadata.distribution(ref.distribution).locate_file(ref.path))
+        # An installed wheel's locate_file gives a pathlib.Path; typeshed says only "SimplePath".
+        path = Path(cast(os.PathLike[str], metadata.distribution(ref.distribution).locate_file(ref.path)))
         raw = path.read_bytes()
     except (metadata.PackageNotFoundError, FileNotFoundError) as exc:
         missing = f"{ref.path} from {ref.distribution} is not installed; run `{ref.install}`"

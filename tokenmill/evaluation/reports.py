@@ -164,12 +164,12 @@ def fertility_matrix(session: Session, team: Team, name: str | None = None) -> d
     rows = []
     for subject, row in subjects:
         own = by_subject.get(subject, [])
-        domains: dict[str, list] = defaultdict(list)
-        languages: dict[str, list] = defaultdict(list)
+        domains: dict[str, list[tuple[Evaluation, Corpus]]] = defaultdict(list)
+        languages: dict[str, list[tuple[Evaluation, Corpus]]] = defaultdict(list)
         for evaluation, corpus in own:
             domains[corpus.domain].append((evaluation, corpus))
             languages[f"{corpus.domain}/{corpus.language}"].append((evaluation, corpus))
-        parity = defaultdict(dict)
+        parity: dict[str | None, dict[str, float]] = defaultdict(dict)
         for evaluation, corpus in own:
             if (subject, corpus.id) in extra:
                 parity[corpus.parallel_group][corpus.language] = extra[(subject, corpus.id)]

@@ -10,6 +10,7 @@ may not start `multiprocessing` children. The threads that feed them live for on
 measurement and are joined before it returns.
 """
 
+import io
 import os
 import pickle
 import queue
@@ -17,16 +18,22 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from tokenizers import Tokenizer
 
-from tokenmill.evaluation.encoders import Encoder, SentencePieceEncoder, TokenizersEncoder, rank_file_encoder, reference_encoder
+from tokenmill.evaluation.encoders import (Encoder, Recipe, SentencePieceEncoder, TokenizersEncoder, rank_file_encoder,
+                                reference_encoder)
 from tokenmill.evaluation.metrics import MetricsAccumulator
 
 
-_POOL: list[subprocess.Popen] = []  # worker processes kept between measurements
+_POOL: list[subprocess.Popen[bytes]] = []  # worker processes kept between measurements
 _POOL_LOCK = threading.Lock()
+
+
+def _pipes(worker: subprocess.Popen[bytes]) -> tuple[io.BufferedWriter, io.BufferedReader]:
+    """A worker's stdin and stdout: buffered pipes, as `start` opens them (Popen's types cannot tell)."""
+    return cast(io.BufferedWriter, worker.stdin), cast(io.BufferedReader, worker.stdout)
 
 
 def _forget_after_fork() -> None:
@@ -35,8 +42,9 @@ def _forget_after_fork() -> None:
     the lock, which another thread may have held."""
     global _POOL_LOCK
     for worker in _POOL:
-        worker.stdin.raw.close()
-        worker.stdout.raw.close()
+        stdin, stdout = _pipes(worker)
+        stdin.raw.close()
+        stdout.raw.close()
     _POOL.clear()
     _POOL_LOCK = threading.Lock()
 
@@ -44,7 +52,7 @@ def _forget_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def start(processes: int) -> list[subprocess.Popen]:
+def start(processes: int) -> list[subprocess.Popen[bytes]]:
     """The pool's first `processes` workers, started if missing (they outlive one measurement:
     starting Python with numpy and the tokenizer libraries costs a few tenths of a second)."""
     _POOL[:] = [worker for worker in _POOL if worker.poll() is None]
@@ -59,7 +67,7 @@ def stop() -> None:
     """End the pool's workers (they also end by themselves when this process does)."""
     with _POOL_LOCK:
         for worker in _POOL:
-            worker.stdin.close()
+            _pipes(worker)[0].close()
         for worker in _POOL:
             worker.wait(timeout=30)
         _POOL.clear()
@@ -67,13 +75,16 @@ def stop() -> None:
 
 def measure_in_processes(encoder: Encoder, batches: Iterator[list[str]], processes: int) -> dict[str, Any]:
     """The §6 metrics of the batches, measured by `processes` worker processes."""
+    if encoder.recipe is None:
+        raise ValueError(f"no other process can build the encoder {encoder.name}")
+    recipe = encoder.recipe | {"name": encoder.name}
     with _POOL_LOCK:
         workers = start(processes)
         try:
             for worker in workers:
-                _send(worker.stdin, encoder.recipe | {"name": encoder.name})
+                _send(_pipes(worker)[0], recipe)
             _feed(workers, batches)
-            parts = [pickle.load(worker.stdout) for worker in workers]
+            parts: list[MetricsAccumulator] = [pickle.load(_pipes(worker)[1]) for worker in workers]
         except BaseException as error:
             # A worker gone (a broken pipe, an answer cut short): named by the exit codes before the kill.
             failed = WorkerFailed(workers) if isinstance(error, (OSError, EOFError, pickle.UnpicklingError)) else None
@@ -89,17 +100,18 @@ def measure_in_processes(encoder: Encoder, batches: Iterator[list[str]], process
     return {**total.result(), "engine": encoder.engine}
 
 
-def _feed(workers: list[subprocess.Popen], batches: Iterator[list[str]]) -> None:
+def _feed(workers: list[subprocess.Popen[bytes]], batches: Iterator[list[str]]) -> None:
     """Hand each batch to whichever worker takes it first (one feeding thread per worker, so
     a worker busy with a long batch never holds up the others), then tell each to finish."""
-    pending: queue.Queue = queue.Queue(maxsize=len(workers))
+    pending: queue.Queue[list[str] | None] = queue.Queue(maxsize=len(workers))
     failures: list[BaseException] = []
 
-    def feed(worker: subprocess.Popen) -> None:
+    def feed(worker: subprocess.Popen[bytes]) -> None:
+        stdin = _pipes(worker)[0]
         try:
             while (batch := pending.get()) is not None:
-                _send(worker.stdin, batch)
-            _send(worker.stdin, None)
+                _send(stdin, batch)
+            _send(stdin, None)
         except BaseException as error:  # a worker gone: the caller kills them all
             failures.append(error)
 
@@ -142,7 +154,7 @@ def _feed(workers: list[subprocess.Popen], batches: Iterator[list[str]]) -> None
 class WorkerFailed(RuntimeError):
     """A measuring worker process went away; what it printed is in this process's log."""
 
-    def __init__(self, workers: list[subprocess.Popen]) -> None:
+    def __init__(self, workers: list[subprocess.Popen[bytes]]) -> None:
         codes = [worker.poll() for worker in workers]
         super().__init__(f"a measuring worker process failed (exit codes {codes}); its error is logged above")
 
@@ -152,7 +164,7 @@ def _send(stream: BinaryIO, message: Any) -> None:
     stream.flush()
 
 
-def _encoder(recipe: dict) -> Encoder:
+def _encoder(recipe: Recipe) -> Encoder:
     if "reference" in recipe:
         return reference_encoder(recipe["reference"], threads=1)
     if "sentencepiece" in recipe:
@@ -172,11 +184,12 @@ def main() -> None:
     with the accumulator; the encoder is kept while the recipe stays the same. Ends quietly when
     the measuring process closes the pipe or goes away."""
     source, sink = sys.stdin.buffer, sys.stdout.buffer
-    recipe, encoder = None, None
+    recipe: Recipe | None = None
+    encoder: Encoder | None = None
     try:
         while True:
-            received = pickle.load(source)
-            if received != recipe:
+            received: Recipe = pickle.load(source)
+            if encoder is None or received != recipe:
                 recipe, encoder = received, _encoder(received)
             accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
             encoder.begin()

@@ -18,7 +18,7 @@ from each model's normalizer, pre-tokenizer and decoder), and the lines that fai
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -139,8 +139,8 @@ class WordPieceSpelling(Spelling):
     joins it to the token before: glued (continuing pieces, and those the decoder's cleanup
     glues on, such as "." or "'s") or after a space."""
 
-    glued: np.ndarray = None  # bool per id: decoded right after the token before, no space
-    continuing: np.ndarray = None  # bool per id: a later piece of a word ("##" kept if first in a line)
+    glued: np.ndarray = field(kw_only=True)  # bool per id: decoded right after the token before, no space
+    continuing: np.ndarray = field(kw_only=True)  # bool per id: a later piece of a word ("##" kept if first in a line)
 
     @classmethod
     def of_pieces(cls, pieces: Sequence[str | None], glued: Sequence[bool], continuing: Sequence[bool]) -> "WordPieceSpelling":
@@ -148,7 +148,7 @@ class WordPieceSpelling(Spelling):
         and whether it is a continuing piece."""
         lengths, starts = _layout(pieces)
         return cls(code_points("".join(piece for piece in pieces if piece)), starts, lengths, False,
-                   np.array(glued, dtype=bool), np.array(continuing, dtype=bool))
+                   glued=np.array(glued, dtype=bool), continuing=np.array(continuing, dtype=bool))
 
     def check(self, lines: Sequence[str], flat: np.ndarray, counts: np.ndarray) -> Checked:
         """Which lines their ids spell (whitespace aside), which of those decode back to

@@ -14,19 +14,60 @@ Deliberately not handled: models with user-defined pieces (sentencepiece's bonus
 has changed between releases), sampling and n-best output.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, cast
 
 import numpy as np
 from numba import njit
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-ModelProto = model_pb2.ModelProto
-Piece = ModelProto.SentencePiece
+# sentencepiece's generated protobuf module makes its classes at import time, out of mypy's
+# sight: what is read of a model is typed by the protocols below.
+_Piece = model_pb2.ModelProto.SentencePiece  # type: ignore[attr-defined]
+NORMAL, USER_DEFINED, BYTE = int(_Piece.NORMAL), int(_Piece.USER_DEFINED), int(_Piece.BYTE)
+UNIGRAM, BPE = int(model_pb2.TrainerSpec.UNIGRAM), int(model_pb2.TrainerSpec.BPE)  # type: ignore[attr-defined]
 UNKNOWN_PENALTY = np.float32(10.0)
 UNIT_ROUNDOFF = 2.0 ** -24  # of float32
 # How far beyond the worst case of float32 rounding a margin must reach to be sure.
 SAFETY = 4.0
 MAX_WORD = 256  # bytes: longer words (unspaced scripts) are left to sentencepiece
+
+
+class SentencePiece(Protocol):
+    """A piece of a sentencepiece model."""
+
+    piece: str
+    score: float
+    type: int
+
+
+class TrainerSpec(Protocol):
+    """How a sentencepiece model was trained."""
+
+    model_type: int
+    byte_fallback: bool
+
+
+class NormalizerSpec(Protocol):
+    """How a sentencepiece model normalizes its input."""
+
+    name: str
+    add_dummy_prefix: bool
+    remove_extra_whitespaces: bool
+
+
+class ModelProto(Protocol):
+    """A sentencepiece model (sentencepiece_model_pb2.ModelProto), as far as it is read here."""
+
+    pieces: Sequence[SentencePiece]
+    trainer_spec: TrainerSpec
+    normalizer_spec: NormalizerSpec
+
+
+def model_proto(model: bytes) -> ModelProto:
+    """A serialized sentencepiece model (tokenizer.model), parsed."""
+    return cast(ModelProto, model_pb2.ModelProto.FromString(model))  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -46,22 +87,22 @@ class Pieces:
         kinds = np.array([piece.type for piece in proto.pieces], dtype=np.int64)
         scores = np.array([piece.score for piece in proto.pieces], dtype=np.float32)
         normal = sorted((piece.piece.encode("utf-8"), i) for i, piece in enumerate(proto.pieces)
-                        if piece.type == Piece.NORMAL)
+                        if piece.type == NORMAL)
         keys = np.frombuffer(b"".join(key for key, _ in normal), dtype=np.uint8)
         ends = np.cumsum(np.array([len(key) for key, _ in normal], dtype=np.int64))
         units = _double_array(*_breadth_first(keys, ends, np.array([i for _, i in normal], dtype=np.int64)))
-        lowest = scores[kinds == Piece.NORMAL].min() if normal else np.float32(0)
+        lowest = scores[kinds == NORMAL].min() if normal else np.float32(0)
         byte_ids = np.full(256, -1, dtype=np.int64)
-        for i in np.flatnonzero(kinds == Piece.BYTE):
-            byte_ids[int(proto.pieces[i].piece[3:5], 16)] = i
+        for i in np.flatnonzero(kinds == BYTE):
+            byte_ids[int(proto.pieces[int(i)].piece[3:5], 16)] = i
         return cls(units, scores.astype(np.float64), float(np.float32(lowest - UNKNOWN_PENALTY)), byte_ids)
 
     @staticmethod
     def applies(proto: ModelProto) -> bool:
         """Whether words of this model can be segmented here: Unigram with byte fallback, no
         user-defined pieces."""
-        return (proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM and proto.trainer_spec.byte_fallback
-                and not any(piece.type == Piece.USER_DEFINED for piece in proto.pieces))
+        return (proto.trainer_spec.model_type == UNIGRAM and proto.trainer_spec.byte_fallback
+                and not any(piece.type == USER_DEFINED for piece in proto.pieces))
 
 
 @njit(cache=True, nogil=True)

@@ -34,9 +34,8 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
-from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-from tokenmill.evaluation.unigram import Pieces, segment_words
+from tokenmill.evaluation.unigram import BPE, ModelProto, Pieces, segment_words
 from tokenmill.corpora.words import utf8_lines
 
 MAX_WORDS = 1 << 20
@@ -56,22 +55,23 @@ EMPTY = -1
 Encode = Callable[[list[str]], list[list[int]]]
 
 
-def applies(proto: model_pb2.ModelProto) -> bool:
+def applies(proto: ModelProto) -> bool:
     """Whether a model encodes words apart: BPE or Unigram (with byte fallback, no user-defined
     pieces) that normalizes nothing, "▁" only at a piece's start."""
     kind = proto.trainer_spec.model_type
     return (proto.normalizer_spec.name == "identity" and not any("\u2581" in piece.piece[1:] for piece in proto.pieces)
-            and (kind == model_pb2.TrainerSpec.BPE or Pieces.applies(proto)))
+            and (kind == BPE or Pieces.applies(proto)))
 
 
-def word_cache(proto: model_pb2.ModelProto, encode: Encode, pieces: Sequence[bytes | None],
+def word_cache(proto: ModelProto, encode: Encode, pieces: Sequence[bytes | None],
                byte_ids: frozenset[int]) -> "WordCache":
     """The cache for a model `applies` accepts; `encode` is sentencepiece's, line by line, and
     `pieces` the bytes each id stands for ("▁" a space; None: no fixed bytes)."""
-    piece_byte = np.array([piece[0] if i in byte_ids else -1 for i, piece in enumerate(pieces)], dtype=np.int64)
+    piece_byte = np.array([piece[0] if i in byte_ids and piece is not None else -1 for i, piece in enumerate(pieces)],
+                          dtype=np.int64)
     piece_chars = np.array([0 if piece is None else len(piece.decode("utf-8", "replace")) for piece in pieces],
                            dtype=np.int64)
-    if proto.trainer_spec.model_type == model_pb2.TrainerSpec.BPE:
+    if proto.trainer_spec.model_type == BPE:
         # How many bytes of the normalized text ("▁": three) each id stands for, or -1.
         piece_bytes = np.array([1 if i in byte_ids else -1 if piece is None else len(piece) + 2 * piece.count(b" ")
                                 for i, piece in enumerate(pieces)], dtype=np.int64)
@@ -325,7 +325,7 @@ def _look_up(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, rows: np.nd
 
 
 @njit(cache=True, nogil=True)
-def _key_code(data: np.ndarray, start: int, length: int) -> int:
+def _key_code(data: np.ndarray, start: int, length: int) -> int | np.int64:
     """A word of up to _PACKED bytes packed into a number with its length (equal numbers: equal
     words, so its bytes need no comparing); a longer one's FNV-1a hash, from 2**62 up."""
     if length <= _PACKED:
@@ -340,7 +340,7 @@ def _key_code(data: np.ndarray, start: int, length: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _slot(code: int, mask: int) -> int:
+def _slot(code: int | np.int64, mask: int) -> np.int64:
     """Where a word's probe starts: the high bits of its code times the golden ratio."""
     return np.int64((np.uint64(code) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)) & mask
 

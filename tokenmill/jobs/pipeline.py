@@ -43,6 +43,7 @@ LIBRARIES = ("tokenizers", "sentencepiece", "rustbpe", "tiktoken")
 # The library the files are proven to load in (tests/e2e, tests/unit/test_lineage.py), which
 # the service never imports: recorded as pinned in pyproject.toml's dev extras.
 LOADS_WITH = {"transformers": "5.23.0"}
+Results = list[tuple[Corpus, dict[str, Any]]]  # a version's metrics on each evaluation corpus
 
 
 def job_prefix(job: TrainingJob) -> str:
@@ -73,7 +74,7 @@ def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id:
     worker counts every part itself)."""
     outcome = claim(factory, TrainingJob, job_id, limits)
     if outcome is not Claim.CLAIMED:
-        return outcome.value
+        return str(outcome.value)  # str() for mypy, which types the value of two members as Any
     with factory() as session:
         job = session.get_one(TrainingJob, job_id)
     prefix = job_prefix(job)
@@ -121,7 +122,7 @@ def _corpora(factory: sessionmaker[Session], ids: list[str]) -> list[Corpus]:
 
 
 def _evaluate(factory: sessionmaker[Session], store: ObjectStore, job: TrainingJob, trained: TrainedFiles,
-              report: Reporter) -> list:
+              report: Reporter) -> Results:
     """The new version's metrics on each evaluation corpus, the references' made where missing."""
     targets = _corpora(factory, job.eval_corpus_ids)
     if not targets:
@@ -147,7 +148,8 @@ def _reference_baselines(factory: sessionmaker[Session], store: ObjectStore, tea
         log.exception("reference evaluations failed for team %s", team_id)
 
 
-def _register(factory, job, spec, trained: TrainedFiles, info, prefix, seconds, peak, results) -> int:
+def _register(factory: sessionmaker[Session], job: TrainingJob, spec: TrainingSpec, trained: TrainedFiles,
+              info: dict[str, Any], prefix: str, seconds: float, peak: int, results: Results) -> int:
     # One transaction: the version, its evaluations and the job's success, or none of them.
     for _ in range(5):
         try:
@@ -175,7 +177,7 @@ def _register(factory, job, spec, trained: TrainedFiles, info, prefix, seconds, 
     raise TokenmillError("could not allocate a version number; try again")
 
 
-def _add_evaluations(session: Session, team_id: uuid.UUID, version: TokenizerVersion, results: list) -> None:
+def _add_evaluations(session: Session, team_id: uuid.UUID, version: TokenizerVersion, results: Results) -> None:
     from tokenmill.evaluation.measuring import evaluation_row
 
     alive = set(session.scalars(select(Corpus.id).where(Corpus.id.in_([c.id for c, _ in results]))))

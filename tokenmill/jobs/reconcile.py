@@ -55,7 +55,7 @@ def reconcile(factory: sessionmaker[Session], store: ObjectStore, grace_seconds:
     return {"corpus_objects": corpora, "version_objects": versions, "aborted_uploads": aborted}
 
 
-def _jobs_keeping_files(session: Session, jobs: set[uuid.UUID]) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
+def _jobs_keeping_files(session: Session, jobs: set[uuid.UUID]) -> tuple[set[uuid.UUID], set[uuid.UUID | None]]:
     # (jobs still queued or running, jobs that made a version)
     if not jobs:
         return set(), set()
@@ -64,7 +64,7 @@ def _jobs_keeping_files(session: Session, jobs: set[uuid.UUID]) -> tuple[set[uui
     return set(working), set(made)
 
 
-def _kept(key: str, job: uuid.UUID, working: set[uuid.UUID], made: set[uuid.UUID]) -> bool:
+def _kept(key: str, job: uuid.UUID, working: set[uuid.UUID], made: set[uuid.UUID | None]) -> bool:
     # A job's spilled counts (versions/<team>/<job>/counts/...) are needed only while it runs.
     if key.split("/")[3:4] == ["counts"]:
         return job in working

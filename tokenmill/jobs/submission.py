@@ -11,12 +11,13 @@ import json
 import re
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from tokenmill.db import utcnow
+from tokenmill.db import rowcount, utcnow
 from tokenmill.corpora.rows import corpus_ids_or_all, parse_ids, team_corpora
 from tokenmill.errors import Conflict, InvalidInput, NotFound
 from tokenmill.models import FINISHED, UNFINISHED, Corpus, Status, Team, TokenizerVersion, TrainingJob
@@ -40,7 +41,7 @@ def submit_job(
     session: Session,
     team: Team,
     tokenizer: str,
-    spec: dict,
+    spec: dict[str, Any],
     train_corpora: Sequence[str],
     eval_corpora: Sequence[str] | None,
     idempotency_key: str | None = None,
@@ -89,7 +90,8 @@ def check_parallel(corpora: Sequence[Corpus]) -> None:
                            "(their first lines, line-aligned, are the parallel dev set)", field="train_corpora")
 
 
-def request_sha256(tokenizer: str, spec: dict, train_corpora: Sequence[str], eval_corpora: Sequence[str] | None) -> str:
+def request_sha256(tokenizer: str, spec: dict[str, Any], train_corpora: Sequence[str],
+                   eval_corpora: Sequence[str] | None) -> str:
     """The SHA-256 of a submission as posted (canonical JSON: sorted keys, no spaces)."""
     canonical = json.dumps(
         {"tokenizer": tokenizer, "spec": spec, "train_corpora": list(train_corpora),
@@ -154,6 +156,6 @@ def cancel_job(session: Session, team: Team, job_id: uuid.UUID | str) -> Trainin
         .execution_options(synchronize_session=False)
     )
     session.refresh(job)
-    if result.rowcount == 0 and job.status in FINISHED and job.status != Status.CANCELLED:
+    if rowcount(result) == 0 and job.status in FINISHED and job.status != Status.CANCELLED:
         raise Conflict(f"job {job.id} has already {job.status}")
     return job

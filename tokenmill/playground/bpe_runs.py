@@ -61,6 +61,7 @@ def compute(session: Session, store: ObjectStore, team: Team, body: BpeStepsIn,
         return run, {"mode": "corpus", "tie_break": body.tie_break, "tie_break_label": TIE_BREAKS[body.tie_break],
                      "end_of_word": END_OF_WORD if body.end_of_word else None, "min_count": body.min_count}
     row = get_version(session, team, body.tokenizer, body.version)
+    assert body.corpus_id is not None  # check_fields refuses a version's body without it
     corpus = get_corpus(session, team, body.corpus_id)
     session.commit()  # reading the store and splitting the sample: hold no database connection meanwhile
     run, sample = version_steps(store, row, corpus, body.steps, body.lines, body.start, count)

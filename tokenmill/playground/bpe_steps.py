@@ -297,9 +297,9 @@ def states(words: Sequence[Word], merges: Sequence[Merge], start: int, end: int,
     stop = last if count is None else min(last, start + count - 1)
     # Fast-forward to the window through the index: it visits only the words each merge changes.
     index = PairIndex(words)
-    for merge in merges[:start]:
-        ids.setdefault(merge.token, len(ids))
-        index.apply(merge.pair)
+    for earlier in merges[:start]:
+        ids.setdefault(earlier.token, len(ids))
+        index.apply(earlier.pair)
     current = tuple(Word(tuple(tokens), word.count) for tokens, word in zip(index.tokens, words))
     out: list[State] = []
     entries = 0

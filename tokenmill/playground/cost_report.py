@@ -16,9 +16,10 @@ Subjects are keyed "version", "gpt2", "cl100k_base", "o200k_base" in every secti
 
 import uuid
 from collections import OrderedDict, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -51,7 +52,7 @@ class Vocabulary:
 
     excluded: np.ndarray  # bool per id
     base: np.ndarray  # bool per id
-    token: Any  # id -> str
+    token: Callable[[int], str]  # how an id is shown
 
     @property
     def size(self) -> int:
@@ -195,13 +196,15 @@ def ghost_summary(counts: np.ndarray, excluded: np.ndarray, base: np.ndarray, li
 
 # ---- vocabularies ----------------------------------------------------------------------------
 
-_CACHE: OrderedDict[tuple, Any] = OrderedDict()
+CacheKey = tuple[str, uuid.UUID, str]  # what ("vocabulary" or "probe"), version id, tokenizer.json's sha256
+_CACHE: OrderedDict[CacheKey, object] = OrderedDict()
+_T = TypeVar("_T")
 
 
-def _cached(key: tuple, make):
+def _cached(key: CacheKey, make: Callable[[], _T]) -> _T:
     if key in _CACHE:
         _CACHE.move_to_end(key)
-        return _CACHE[key]
+        return cast(_T, _CACHE[key])  # what `make` made for this key: a key's first part names its kind
     value = make()
     _CACHE[key] = value
     while len(_CACHE) > _KEPT * 2:  # a probe and a vocabulary per version
@@ -281,4 +284,5 @@ def version_probe(store: ObjectStore, row: TokenizerVersion) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def reference_probes() -> tuple[tuple[str, dict[str, Any]], ...]:
-    return tuple((name, probe(lambda text, name=name: encode_with_reference(name, text)["offsets"])) for name in REFERENCE_NAMES)
+    # Each probe runs its encodes before the next name is taken: the lambda's `name` is its own.
+    return tuple((name, probe(lambda text: encode_with_reference(name, text)["offsets"])) for name in REFERENCE_NAMES)

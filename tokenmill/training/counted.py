@@ -35,10 +35,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenizers import Tokenizer
 
 from tokenmill.training import piece_counts
-from tokenmill.db import transaction, utcnow
+from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.errors import InvalidCorpus
 from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail
 from tokenmill.models import CountPart, Corpus, Status, TrainingJob
+from tokenmill.work.progress import Report
 from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.training.spec import BYTE_ALPHABET, TrainingSpec
 from tokenmill.store import ObjectStore
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 DONE = "done"
 TOUCH_SECONDS = 2.0  # a claimed part's row is touched this often while it is counted
 Dispatch = Callable[[uuid.UUID, int, str, int], None]  # (job, attempt, prefix, how many helpers)
-Report = Callable[..., None]
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def _count_all(spec: TrainingSpec, store: ObjectStore, counting: Counting, total
                 CountPart.job_id == counting.job_id, CountPart.attempt == counting.attempt).order_by(CountPart.part)).all()
         if len(rows) != total:
             raise JobCancelled(str(counting.job_id))  # another attempt planned the parts again: the job is not ours
-        done = [key for status, key in rows if status == DONE]
+        done = [key for status, key in rows if status == DONE and key is not None]  # _finish sets both
         alive()
         if len(done) == total:
             return done
@@ -205,10 +205,10 @@ def _claim(factory: sessionmaker[Session], job_id: uuid.UUID, attempt: int,
                 job_running).order_by(CountPart.part).limit(1)).first()
             if row is None:
                 return None
-            taken = session.execute(update(CountPart).where(
+            taken = rowcount(session.execute(update(CountPart).where(
                 CountPart.job_id == job_id, CountPart.attempt == attempt, CountPart.part == row.part,
                 CountPart.claims == row.claims, CountPart.status != DONE,
-            ).values(status=Status.RUNNING.value, claims=CountPart.claims + 1, updated_at=utcnow())).rowcount
+            ).values(status=Status.RUNNING.value, claims=CountPart.claims + 1, updated_at=utcnow())))
             if taken != 1:
                 continue  # another worker took it first
             session.refresh(row)
@@ -248,10 +248,10 @@ class _Toucher:
 
 def _finish(factory: sessionmaker[Session], row: CountPart, key: str) -> bool:
     with transaction(factory) as session:
-        return session.execute(update(CountPart).where(
+        return rowcount(session.execute(update(CountPart).where(
             CountPart.job_id == row.job_id, CountPart.attempt == row.attempt, CountPart.part == row.part,
             CountPart.claims == row.claims, CountPart.status == Status.RUNNING.value,
-        ).values(status=DONE, counts_key=key, updated_at=utcnow())).rowcount == 1
+        ).values(status=DONE, counts_key=key, updated_at=utcnow()))) == 1
 
 
 def _drop(store: ObjectStore, key: str) -> None:
@@ -269,4 +269,4 @@ def _forget(factory: sessionmaker[Session], job_id: uuid.UUID) -> None:
 def forget_finished(session: Session) -> int:
     """Delete the parts of jobs that ended (their coordinator could not); returns how many."""
     finished = select(TrainingJob.id).where(TrainingJob.status.not_in([status.value for status in (Status.QUEUED, Status.RUNNING)]))
-    return session.execute(delete(CountPart).where(CountPart.job_id.in_(finished))).rowcount
+    return rowcount(session.execute(delete(CountPart).where(CountPart.job_id.in_(finished))))

@@ -16,14 +16,25 @@ put back with its current value) finds the next pair.
 """
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 from numba import njit, types
 from numba.typed import Dict
 
 BYTES = 256
 SHIFT = np.int64(32)
+
+# The Python-level types of what numba compiles (all int64 there, but the int32 arrays):
+I64 = int | np.int64
+Symbol = int | np.int32  # a token id
+Pairs = MutableMapping[np.int64, I64]  # a numba typed Dict by pair key: counts, or runs of `where`
+Heap = list[tuple[I64, np.int64]]  # (negated count, pair key)
+Int32s = npt.NDArray[np.int32]
+Int64s = npt.NDArray[np.int64]
+Scalar = TypeVar("Scalar", bound=np.generic)
 
 
 def learn_merges(pieces: Iterable[tuple[bytes, int]], merges: int) -> list[bytes]:
@@ -53,12 +64,12 @@ def warm_up() -> None:
 
 
 @njit(cache=True, nogil=True)
-def _key(left, right):
+def _key(left: Symbol, right: Symbol) -> np.int64:
     return (np.int64(left) << SHIFT) | np.int64(right)
 
 
 @njit(cache=True, nogil=True)  # the job's heartbeat thread beats while it learns
-def _learn(symbols, starts, counts, wanted):
+def _learn(symbols: Int32s, starts: Int64s, counts: Int64s, wanted: int) -> list[tuple[Symbol, Symbol]]:
     words = len(counts)
     ends = starts[1:].copy()  # each piece's symbols are symbols[starts[w]:ends[w]], shrinking as it merges
     pair_counts = Dict.empty(key_type=types.int64, value_type=types.int64)
@@ -95,13 +106,13 @@ def _learn(symbols, starts, counts, wanted):
     last = Dict.empty(key_type=types.int64, value_type=types.int64)  # freed: both are done
     filled = Dict.empty(key_type=types.int64, value_type=types.int64)
 
-    heap = [(np.int64(0), np.int64(0))]
+    heap: Heap = [(np.int64(0), np.int64(0))]
     heap.pop()
     for key, count in pair_counts.items():
         heap.append((-count, key))
     _heapify(heap)
 
-    merged = []
+    merged: list[tuple[Symbol, Symbol]] = []
     new_keys = np.empty(64, dtype=np.int64)
     new_owners = np.empty(64, dtype=np.int32)
     while len(merged) < wanted and len(heap) > 0:
@@ -122,20 +133,22 @@ def _learn(symbols, starts, counts, wanted):
             w = where[p]
             room = made + 2 * (ends[w] - starts[w])  # at most two new pairs per symbol
             if room > len(new_keys):
-                new_keys = _grown_to(new_keys, 2 * room)
-                new_owners = _grown_to(new_owners, 2 * room)
+                # numba's Dispatcher stub loses a generic function's type variable (its parameters become Never).
+                new_keys = _grown_to(new_keys, 2 * room)  # type: ignore[arg-type]
+                new_owners = _grown_to(new_owners, 2 * room)  # type: ignore[arg-type]
             made = _merge_in(symbols, starts[w], ends, w, counts[w], left, right, new_id, pair_counts,
                              new_keys, new_owners, made)
         if made:
             if used + made > len(where):
-                where = _grown_to(where, used + made + len(where) // 4)
+                where = _grown_to(where, used + made + len(where) // 4)  # type: ignore[arg-type]  # as above
             used = _file_and_queue(new_keys, new_owners, made, where, used, where_start, where_length, pair_counts,
                                    heap)
     return merged
 
 
 @njit(cache=True, nogil=True)
-def _merge_in(symbols, start, ends, w, count, left, right, new_id, pair_counts, new_keys, new_owners, made):
+def _merge_in(symbols: Int32s, start: I64, ends: Int64s, w: int, count: I64, left: np.int32, right: np.int32,
+              new_id: int, pair_counts: Pairs, new_keys: Int64s, new_owners: Int32s, made: int) -> int:
     # Replace (left, right) by new_id in piece w, left to right, updating the pair counts as
     # rustbpe does; the pairs made with new_id are listed (key, piece) at new_keys[made:].
     end = ends[w]
@@ -166,24 +179,25 @@ def _merge_in(symbols, start, ends, w, count, left, right, new_id, pair_counts, 
 
 
 @njit(cache=True, nogil=True)
-def _add(pair_counts, key, delta):
+def _add(pair_counts: Pairs, key: np.int64, delta: I64) -> None:
     pair_counts[key] = pair_counts.get(key, 0) + delta
 
 
 @njit(cache=True, nogil=True)
-def _listed(keys, owners, made, key, w):
+def _listed(keys: Int64s, owners: Int32s, made: int, key: np.int64, w: int) -> int:
     keys[made] = key
     owners[made] = w
     return made + 1
 
 
 @njit(cache=True, nogil=True)
-def _file_and_queue(keys, owners, n, where, used, where_start, where_length, pair_counts, heap):
+def _file_and_queue(keys: Int64s, owners: Int32s, n: int, where: Int32s, used: int, where_start: Pairs,
+                    where_length: Pairs, pair_counts: Pairs, heap: Heap) -> int:
     # Group the (pair, piece) entries of the pairs a merge made by pair (pieces in order, each
     # once) into `where`, and put each pair on the heap with its count.
     order = np.argsort(keys[:n], kind="mergesort")  # stable: each piece's entries stay together
     last_key = np.int64(-1)
-    last_owner = np.int64(-1)
+    last_owner: I64 = np.int64(-1)
     for j in order:
         key = keys[j]
         owner = owners[j]
@@ -204,7 +218,7 @@ def _file_and_queue(keys, owners, n, where, used, where_start, where_length, pai
 
 
 @njit(cache=True, nogil=True)
-def _grown_to(array, size):
+def _grown_to(array: npt.NDArray[Scalar], size: int) -> npt.NDArray[Scalar]:
     bigger = np.empty(size, dtype=array.dtype)
     bigger[:len(array)] = array
     return bigger
@@ -213,13 +227,13 @@ def _grown_to(array, size):
 # A binary min-heap of (negated count, pair key) tuples: the top is the most frequent pair,
 # a tie going to the smaller key, which is the smaller (left, right).
 @njit(cache=True, nogil=True)
-def _heapify(heap):
+def _heapify(heap: Heap) -> None:
     for i in range(len(heap) // 2 - 1, -1, -1):
         _sift_down(heap, i)
 
 
 @njit(cache=True, nogil=True)
-def _heappush(heap, item):
+def _heappush(heap: Heap, item: tuple[I64, np.int64]) -> None:
     heap.append(item)
     i = len(heap) - 1
     while i > 0:
@@ -232,7 +246,7 @@ def _heappush(heap, item):
 
 
 @njit(cache=True, nogil=True)
-def _heappop(heap):
+def _heappop(heap: Heap) -> tuple[I64, np.int64]:
     top = heap[0]
     last = heap.pop()
     if len(heap) > 0:
@@ -242,7 +256,7 @@ def _heappop(heap):
 
 
 @njit(cache=True, nogil=True)
-def _sift_down(heap, i):
+def _sift_down(heap: Heap, i: int) -> None:
     size = len(heap)
     while True:
         smallest = i

@@ -103,6 +103,7 @@ def splitter(spec: TrainingSpec) -> Split:
     from tokenmill.training import with_tokenizers
 
     normalizer = with_tokenizers.pipeline_and_trainer(spec)[0].normalizer
+    assert spec.regex_pattern is not None  # the other library, rustbpe, refuses a spec without one
     pattern = regex.compile(spec.regex_pattern)
     if normalizer is None:
         return pattern.findall

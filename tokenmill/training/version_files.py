@@ -16,14 +16,12 @@ from tokenmill.corpora.reading import corpus_documents
 from tokenmill.training.counted import Counting, train_counted
 from tokenmill.training.export import artifact_files, manifest, sha256
 from tokenmill.models import Corpus
-from tokenmill.work.progress import tracked
+from tokenmill.work.progress import Report, tracked
 from tokenmill.training.with_rustbpe import train_rustbpe
 from tokenmill.training.sampling import reservoir_sample
 from tokenmill.training.with_sentencepiece import train_sentencepiece
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.store import ObjectStore
-
-Report = Callable[..., None]
 
 
 @dataclass

@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO
+from typing import IO
 
 import rustbpe
 from tokenizers import Tokenizer, models
@@ -169,6 +169,7 @@ def learn_ranks_apart(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
     child = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=errors)
     try:
+        assert child.stdin is not None and child.stdout is not None  # both are pipes
         try:
             _write(child.stdin, spec.model_dump_json().encode())
             for batch in _batches(texts):
@@ -219,7 +220,7 @@ def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
         yield batch
 
 
-def write_texts(stream: BinaryIO, texts: list[str]) -> None:
+def write_texts(stream: IO[bytes], texts: list[str]) -> None:
     """One frame of texts: their lengths in characters, then all of them as one UTF-8 string
     (one join and one encode per batch, not per text)."""
     lengths = array("I", map(len, texts))
@@ -227,7 +228,7 @@ def write_texts(stream: BinaryIO, texts: list[str]) -> None:
     _write(stream, "".join(texts).encode("utf-8", "surrogatepass"))
 
 
-def read_texts(stream: BinaryIO) -> Iterator[str]:
+def read_texts(stream: IO[bytes]) -> Iterator[str]:
     """The texts `write_texts` wrote, in order, until the stream ends."""
     frames = _frames(stream)
     for lengths in frames:
@@ -236,11 +237,11 @@ def read_texts(stream: BinaryIO) -> Iterator[str]:
         yield from map(joined.__getitem__, map(slice, [0, *ends[:-1]], ends))
 
 
-def _write(stream: BinaryIO, data: bytes) -> None:
+def _write(stream: IO[bytes], data: bytes) -> None:
     stream.write(LENGTH.pack(len(data)))
     stream.write(data)
 
 
-def _frames(stream: BinaryIO) -> Iterator[bytes]:
+def _frames(stream: IO[bytes]) -> Iterator[bytes]:
     while header := stream.read(LENGTH.size):
         yield stream.read(LENGTH.unpack(header)[0])

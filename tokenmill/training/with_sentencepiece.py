@@ -38,9 +38,10 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import sentencepiece
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
@@ -50,7 +51,10 @@ from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.with_tokenizers import METASPACE, metaspace_decoder
 
 Progress = Callable[[float], None]
-Piece = model_pb2.ModelProto.SentencePiece
+# protobuf builds the message classes when the module is imported, and no stubs declare them:
+# mypy sees none (the Protocols below say what is read of a ModelProto).
+Piece = model_pb2.ModelProto.SentencePiece  # type: ignore[attr-defined]
+UNIGRAM = model_pb2.TrainerSpec.UNIGRAM  # type: ignore[attr-defined]
 
 ROLE_TOKENS = {"<unk>": "unk", "<s>": "bos", "</s>": "eos", "<pad>": "pad"}
 # The model depends on the thread count (unigram and bpe alike): it is fixed, not a setting.
@@ -58,6 +62,31 @@ NUM_THREADS = 2
 # sentencepiece silently skips sentences longer than this (default 4192 bytes); documents
 # are sentences here, so allow long ones.
 MAX_SENTENCE_BYTES = 1 << 20
+
+
+class _Piece(Protocol):
+    piece: str
+    score: float
+    type: int
+
+
+class _TrainerSpec(Protocol):
+    model_type: int
+    unk_id: int
+    unk_piece: str
+    byte_fallback: bool
+
+
+class _NormalizerSpec(Protocol):
+    precompiled_charsmap: bytes
+
+
+class ModelProto(Protocol):
+    """What is read here of sentencepiece's ModelProto."""
+
+    pieces: Sequence[_Piece]
+    trainer_spec: _TrainerSpec
+    normalizer_spec: _NormalizerSpec
 
 
 @dataclass
@@ -82,7 +111,7 @@ def normalization_rule(spec: TrainingSpec) -> str:
     return "identity"
 
 
-def trainer_options(spec: TrainingSpec) -> dict:
+def trainer_options(spec: TrainingSpec) -> dict[str, Any]:
     """The keyword options for SentencePieceTrainer.train, without the input and the output
     (of a spec `resolve_spec` accepted: its limits are checked there)."""
     tokens = special_tokens(spec)
@@ -128,12 +157,12 @@ def train_sentencepiece(spec: TrainingSpec, texts: Iterable[str], progress: Prog
         raise log.failure
     if progress:
         progress(1.0)
-    proto = model_pb2.ModelProto.FromString(model)
+    proto: ModelProto = model_pb2.ModelProto.FromString(model)  # type: ignore[attr-defined]  # as for Piece
     return SentencePieceResult(model=model, vocab=vocab_file(proto), tokenizer_json=tokenizer_json(proto),
                                vocab_size=len(proto.pieces))
 
 
-def _train(options: dict, texts: Iterable[str], log: "_LogProgress") -> bytes:
+def _train(options: dict[str, Any], texts: Iterable[str], log: "_LogProgress") -> bytes:
     feed = _Texts(texts)
     writer = io.BytesIO()
     try:
@@ -168,7 +197,7 @@ class _Texts:
             raise
 
 
-def vocab_file(proto: model_pb2.ModelProto) -> bytes:
+def vocab_file(proto: ModelProto) -> bytes:
     """tokenizer.vocab: what spm_train writes beside the model (C++ stream formatting: %g)."""
     return "".join(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces).encode()
 
@@ -176,7 +205,7 @@ def vocab_file(proto: model_pb2.ModelProto) -> bytes:
 # --- conversion to tokenizers -------------------------------------------------------------
 
 
-def tokenizer_json(proto: model_pb2.ModelProto) -> str:
+def tokenizer_json(proto: ModelProto) -> str:
     """The model as a `tokenizers` tokenizer.json: same pieces, ids, byte fallback and decoding."""
     tokenizer = Tokenizer(_model(proto))
     specials = [piece.piece for piece in proto.pieces if piece.type in (Piece.UNKNOWN, Piece.CONTROL, Piece.USER_DEFINED)]
@@ -187,14 +216,14 @@ def tokenizer_json(proto: model_pb2.ModelProto) -> str:
     return tokenizer.to_str(pretty=True)
 
 
-def _normalizer(proto: model_pb2.ModelProto, specials: list[str]) -> normalizers.Normalizer:
+def _normalizer(proto: ModelProto, specials: list[str]) -> normalizers.Normalizer:
     # sentencepiece normalizes, puts one "▁" before the whole text (even before a space or a
     # special token) and turns spaces into "▁". `tokenizers` normalizes the text between special
     # tokens piece by piece, unless the special tokens are matched after normalization
     # (normalized=True): then the whole text is normalized at once, and so is each special
     # token's own text, which must come out unchanged, hence the "▁" taken off again in front
     # of one. The cost: a text that starts with a special token lacks sentencepiece's lone "▁".
-    steps = [normalizers.Prepend(METASPACE)]
+    steps: list[normalizers.Normalizer] = [normalizers.Prepend(METASPACE)]
     if specials:
         alternatives = "|".join(re.escape(token) for token in specials)
         steps.append(normalizers.Replace(Regex(rf"\A{METASPACE}(?={alternatives})"), ""))
@@ -204,11 +233,11 @@ def _normalizer(proto: model_pb2.ModelProto, specials: list[str]) -> normalizers
     return normalizers.Sequence(steps)
 
 
-def _pre_tokenizer(proto: model_pb2.ModelProto) -> pre_tokenizers.PreTokenizer:
+def _pre_tokenizer(proto: ModelProto) -> pre_tokenizers.PreTokenizer:
     # No piece has "▁" after its first character, so splitting into words changes no result
     # and lets `tokenizers` cache words.
     words = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="never", split=True)
-    if proto.trainer_spec.model_type != model_pb2.TrainerSpec.UNIGRAM or not proto.trainer_spec.byte_fallback:
+    if proto.trainer_spec.model_type != UNIGRAM or not proto.trainer_spec.byte_fallback:
         return words
     # sentencepiece never matches a byte piece against the text; a `tokenizers` unigram would
     # take a literal "<0x41>" in the input for that piece (even over characters it knows not,
@@ -217,17 +246,17 @@ def _pre_tokenizer(proto: model_pb2.ModelProto) -> pre_tokenizers.PreTokenizer:
     return pre_tokenizers.Sequence([literal_byte, words])
 
 
-def _model(proto: model_pb2.ModelProto) -> models.Model:
+def _model(proto: ModelProto) -> models.Model:
     spec = proto.trainer_spec
-    if spec.model_type == model_pb2.TrainerSpec.UNIGRAM:
-        vocab = [(piece.piece, piece.score) for piece in proto.pieces]
-        return models.Unigram(vocab, unk_id=spec.unk_id, byte_fallback=spec.byte_fallback)
+    if spec.model_type == UNIGRAM:
+        scores = [(piece.piece, piece.score) for piece in proto.pieces]
+        return models.Unigram(scores, unk_id=spec.unk_id, byte_fallback=spec.byte_fallback)
     vocab = {piece.piece: index for index, piece in enumerate(proto.pieces)}
     return models.BPE(vocab, bpe_merges(proto), unk_token=spec.unk_piece, fuse_unk=True,
                       byte_fallback=spec.byte_fallback)
 
 
-def bpe_merges(proto: model_pb2.ModelProto) -> list[tuple[str, str]]:
+def bpe_merges(proto: ModelProto) -> list[tuple[str, str]]:
     """Merges that rebuild a sentencepiece BPE model: each piece from any two pieces that make it.
 
     sentencepiece merges the adjacent pair whose concatenation scores highest, so a piece's

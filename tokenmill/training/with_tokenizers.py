@@ -9,7 +9,8 @@ into ordinary vocabulary entries, so they decode to bytes and are not "special".
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
@@ -118,14 +119,16 @@ def _model_and_trainer(spec: TrainingSpec, alphabet: list[str] | None) -> tuple[
     unk = unk_token(spec)
     if spec.algorithm == "bpe":
         suffix = {"end_of_word_suffix": spec.end_of_word_suffix} if spec.end_of_word_suffix else {}
-        model = models.BPE(unk_token=unk, byte_fallback=spec.byte_fallback, **suffix)
+        model: models.Model = models.BPE(unk_token=unk, byte_fallback=spec.byte_fallback, **suffix)
         initial = pre_tokenizers.ByteLevel.alphabet() if spec.byte_level else list(alphabet or [])
-        options: dict = {"max_token_length": spec.max_token_length, **suffix} if spec.max_token_length else dict(suffix)
+        # Options given only when set (the trainer takes no None for them); Any: an int and a str, as keywords.
+        options: dict[str, Any] = ({"max_token_length": spec.max_token_length, **suffix} if spec.max_token_length
+                                   else dict(suffix))
         if alphabet is not None:
             # Exactly the chosen alphabet: the trainer's own cut keeps equally frequent
             # characters in hash-map order, which differs from one process to the next.
             options["limit_alphabet"] = len(alphabet)
-        trainer = trainers.BpeTrainer(
+        trainer: trainers.Trainer = trainers.BpeTrainer(
             vocab_size=spec.vocab_size, min_frequency=spec.min_frequency, special_tokens=tokens,
             initial_alphabet=initial, show_progress=False, **options,
         )
@@ -173,7 +176,8 @@ def coverage_alphabet(spec: TrainingSpec, texts: Iterable[str]) -> list[str]:
     for text in texts:
         counts.update(normalizer.normalize_str(text) if normalizer else text)
     budget = max((spec.vocab_size - len(trainer_tokens(spec))) // 2, 1)
-    total, covered, kept = sum(counts.values()), 0, []
+    kept: list[str] = []
+    total, covered = sum(counts.values()), 0
     for char, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         if len(kept) >= budget or (total and covered / total >= spec.character_coverage):
             break
@@ -198,7 +202,7 @@ def train(spec: TrainingSpec, texts: Iterable[str], alphabet: list[str] | None =
     return tokenizer
 
 
-def train_parity(spec: TrainingSpec, languages: list[Iterable[str]], dev: list[Iterable[str]]) -> Tokenizer:
+def train_parity(spec: TrainingSpec, languages: Sequence[Iterable[str]], dev: Sequence[Iterable[str]]) -> Tokenizer:
     """Parity-aware byte-level BPE: one training and one parallel dev iterator per language.
 
     Each merge goes to the language whose dev text compresses worst so far (tokenizers'

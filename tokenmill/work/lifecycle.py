@@ -21,12 +21,12 @@ from datetime import timedelta
 from enum import Enum
 
 import psutil
-from sqlalchemy import or_, update
+from sqlalchemy import ColumnElement, or_, update
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as SQLTimeoutError
 from sqlalchemy.orm import Session, sessionmaker
 
-from tokenmill.db import transaction, utcnow
+from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.errors import TokenmillError
 from tokenmill.models import EvaluationRun, Status, TrainingJob
 from tokenmill.settings import Settings
@@ -65,7 +65,7 @@ class TransientError(Exception):
 
 # Faults of the database worth a retry: it is away or restarting, not the request wrong.
 DATABASE_AWAY = (OperationalError, InterfaceError, SQLTimeoutError)
-TRANSIENT = (*DATABASE_AWAY, *TRANSIENT_ERRORS)
+TRANSIENT: tuple[type[BaseException], ...] = (*DATABASE_AWAY, *TRANSIENT_ERRORS)
 
 
 def unavailable(exc: BaseException) -> str:
@@ -93,7 +93,7 @@ class Claim(str, Enum):
     EXHAUSTED = "exhausted"  # its attempts were used up: it has been failed
 
 
-def held(model: Work, row_id: uuid.UUID, attempt: int | None = None):
+def held(model: Work, row_id: uuid.UUID, attempt: int | None = None) -> ColumnElement[bool]:
     """The row, while it runs (in the given attempt: a worker taken for dead that wakes up
     again must not write over the attempt that took its place)."""
     condition = (model.id == row_id) & (model.status == Status.RUNNING)
@@ -131,20 +131,20 @@ def fail(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, message
     """running → failed with a message a person can act on; False if it was not running."""
     now = utcnow()
     with transaction(factory) as session:
-        return session.execute(
+        return rowcount(session.execute(
             update(model).where(held(model, row_id, attempt))
             .values(status=Status.FAILED, error=message[:4000], finished_at=now, updated_at=now, **stage_of(model, "failed"))
-        ).rowcount == 1
+        )) == 1
 
 
 def requeue(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, reason: str, attempt: int) -> bool:
     """running → queued for another attempt; False if it was not running (or the database is away)."""
     try:
         with transaction(factory) as session:
-            return session.execute(
+            return rowcount(session.execute(
                 update(model).where(held(model, row_id, attempt))
                 .values(status=Status.QUEUED, error=reason[:4000], updated_at=utcnow(), **stage_of(model, "retrying"))
-            ).rowcount == 1
+            )) == 1
     except Exception:
         # The database itself may be the fault: the row stays running, falls silent, and the
         # next claim or sweep takes it over.
@@ -176,7 +176,8 @@ class Heartbeat:
                 limits: WorkLimits) -> "Heartbeat":
         """The heartbeat of a running training job or evaluation run, in its attempt."""
         def touch(session: Session) -> bool:
-            return session.execute(update(model).where(held(model, row_id, attempt)).values(updated_at=utcnow())).rowcount == 1
+            touched = session.execute(update(model).where(held(model, row_id, attempt)).values(updated_at=utcnow()))
+            return rowcount(touched) == 1
 
         return cls(factory, touch, limits, lambda message: fail(factory, model, row_id, message, attempt))
 
@@ -184,7 +185,7 @@ class Heartbeat:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
 
@@ -193,8 +194,8 @@ class Heartbeat:
         tick = min(self.every, self.check_every) if self.max_memory else self.every
         last_beat = time.monotonic()
         while not self._stop.wait(tick):
-            if self.max_memory and over_memory(process, self.max_memory):
-                self._out_of_memory()
+            if self.max_memory and self.give_up is not None and over_memory(process, self.max_memory):
+                self._out_of_memory(self.max_memory, self.give_up)
             if time.monotonic() - last_beat >= self.every:
                 last_beat = time.monotonic()
                 self._beat()
@@ -206,11 +207,11 @@ class Heartbeat:
         except Exception:
             log.warning("heartbeat failed; the database may be away", exc_info=True)  # the next beat tries again
 
-    def _out_of_memory(self) -> None:
-        message = (f"it used more than {self.max_memory / 2**30:.1f} GiB of memory (TOKENMILL_JOB_MAX_MEMORY_BYTES); "
+    def _out_of_memory(self, limit: int, give_up: Callable[[str], object]) -> None:
+        message = (f"it used more than {limit / 2**30:.1f} GiB of memory (TOKENMILL_JOB_MAX_MEMORY_BYTES); "
                    "train on fewer documents (max_sentences) or ask for a smaller vocabulary")
         try:
-            self.give_up(message)
+            give_up(message)
         finally:
             log.error("%s; ending the worker process", message)
             os._exit(70)

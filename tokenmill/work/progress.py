@@ -4,14 +4,21 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 import psutil
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from tokenmill.db import transaction, utcnow
+from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.work.lifecycle import JobCancelled, held, rss
 from tokenmill.models import TrainingJob
+
+
+class Report(Protocol):
+    """Where stage and progress go: a Reporter (or a stand-in for one)."""
+
+    def __call__(self, stage: str, progress: float, force: bool = False) -> None: ...
 
 
 class Reporter:
@@ -36,11 +43,11 @@ class Reporter:
                 .where(held(TrainingJob, self.job_id, self.attempt))
                 .values(stage=stage, progress=round(min(max(progress, 0.0), 1.0), 4), updated_at=utcnow())
             )
-        if result.rowcount == 0:
+        if rowcount(result) == 0:
             raise JobCancelled(str(self.job_id))
 
 
-def tracked(texts: Iterable[str], total_chars: int, report: Reporter, stage: str, start: float, end: float) -> Iterator[str]:
+def tracked(texts: Iterable[str], total_chars: int, report: Report, stage: str, start: float, end: float) -> Iterator[str]:
     """The texts, reporting the share read so far as progress between start and end."""
     seen = 0
     for text in texts:
@@ -86,7 +93,7 @@ class PeakMemory:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
         self._look_for_children()

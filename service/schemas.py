@@ -3,9 +3,9 @@
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import MISSING, BaseModel, ConfigDict, Field, computed_field
 from sqlalchemy.orm import Session
 
 from tokenmill.jobs.submission import reached_vocab_sizes
@@ -140,3 +140,40 @@ class EncodeIn(BaseModel):
     text: str
     # Subword regularisation (BPE-dropout, Unigram sampling): absent, the one best segmentation.
     sampling: SamplingOptions | None = None
+
+
+class SamplingOut(BaseModel):
+    """How a sampled encode sampled: the options given, else the version's recorded ones, else ours."""
+
+    method: Literal["bpe-dropout", "unigram"]
+    seed: int
+    dropout: float | MISSING = MISSING  # bpe-dropout
+    alpha: float | MISSING = MISSING  # unigram
+    nbest_size: int | MISSING = MISSING  # unigram
+
+
+class EncodeOut(BaseModel):
+    """One text as a tokenizer cuts it (no special tokens added); `sampling` only for a sampled encode."""
+
+    tokenizer: str
+    ids: list[int]
+    tokens: list[str]
+    offsets: list[tuple[int, int]] = Field(description="each token's character span [start, end) in the text")
+    pieces: list[str] = Field(description="the text each token covers")
+    count: int
+    chars_per_token: float
+    sampling: SamplingOut | MISSING = MISSING
+
+
+Check = Literal["ok", "unavailable"]
+
+
+class HealthChecks(BaseModel):
+    database: Check
+    broker: Check
+    store: Check
+
+
+class HealthOut(BaseModel):
+    status: Check
+    checks: HealthChecks

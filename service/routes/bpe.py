@@ -17,6 +17,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from service.deps import SessionDep, StoreDep, TeamDep
+from service.schemas_bpe import BpeStepsOut
 from tokenmill.playground.bpe_runs import BpeStepsIn, compute
 from tokenmill.playground.bpe_steps import Merge, Run, State
 
@@ -45,7 +46,7 @@ def run_json(run: Run, replaying: bool = False) -> dict[str, Any]:
             "states": [state_json(state, replaying) for state in run.states]}
 
 
-@router.post("/steps")
+@router.post("/steps", response_model=BpeStepsOut)
 def steps(body: BpeStepsIn, session: SessionDep, store: StoreDep, team: TeamDep):
     """Every step's state: the words as tokens, all pair counts (ranked), the merge, the vocabulary so far.
 

@@ -3,34 +3,35 @@
 import uuid
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
 
 from service.deps import QueueDep, SessionDep, TeamDep
-from service.schemas import EncodeIn, EvaluationIn
+from service.schemas import EncodeIn, EncodeOut, EvaluationIn
+from service.schemas_evaluations import EvaluationRunOut, FertilityMatrixOut
 from tokenmill.evaluation.runs import get_run, run_out, submit_run
 from tokenmill.playground.encode import encode_with_reference
 from tokenmill.evaluation.reports import fertility_matrix
 
 router = APIRouter(prefix="/v1", tags=["evaluations"])
 
-@router.post("/evaluations", status_code=202)
+
+@router.post("/evaluations", status_code=202, response_model=EvaluationRunOut)
 def create_evaluation(body: EvaluationIn, session: SessionDep, queue: QueueDep, team: TeamDep):
     run = submit_run(session, team, body.tokenizer, body.version, body.reference, body.corpora)
     session.commit()
     queue.send_evaluation(run.id)  # if the broker is away, the run stays queued and the sweeper sends it
-    return JSONResponse(run_out(session, run), status_code=202)
+    return run_out(session, run)
 
 
-@router.get("/evaluations/{run_id}")
+@router.get("/evaluations/{run_id}", response_model=EvaluationRunOut)
 def read_evaluation(session: SessionDep, team: TeamDep, run_id: uuid.UUID):
     return run_out(session, get_run(session, team, run_id))
 
 
-@router.get("/dashboard/fertility")
+@router.get("/dashboard/fertility", response_model=FertilityMatrixOut)
 def dashboard_fertility(session: SessionDep, team: TeamDep, tokenizer: str | None = None):
     return fertility_matrix(session, team, tokenizer)
 
 
-@router.post("/references/{name}/encode")
+@router.post("/references/{name}/encode", response_model=EncodeOut)
 def encode_reference(body: EncodeIn, team: TeamDep, name: str):
     return encode_with_reference(name, body.text)

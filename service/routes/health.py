@@ -6,9 +6,10 @@ exception's text) goes to the log, never to the caller.
 
 import logging
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Request, Response
 from sqlalchemy import text
+
+from service.schemas import HealthOut
 
 log = logging.getLogger(__name__)
 
@@ -17,8 +18,8 @@ router = APIRouter(tags=["health"])
 UNAVAILABLE = "unavailable"
 
 
-@router.get("/healthz")
-def healthz(request: Request):
+@router.get("/healthz", response_model=HealthOut, responses={503: {"model": HealthOut, "description": "a check failed"}})
+def healthz(request: Request, response: Response):
     state = request.app.state
     checks = {}
     for name, probe in (
@@ -33,8 +34,8 @@ def healthz(request: Request):
             log.warning("health check %s failed: %s: %s", name, type(exc).__name__, exc)
             checks[name] = UNAVAILABLE
     healthy = all(value == "ok" for value in checks.values())
-    return JSONResponse({"status": "ok" if healthy else "unavailable", "checks": checks},
-                        status_code=200 if healthy else 503)
+    response.status_code = 200 if healthy else 503
+    return {"status": "ok" if healthy else UNAVAILABLE, "checks": checks}
 
 
 def _database(factory) -> None:

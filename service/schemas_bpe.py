@@ -1,0 +1,83 @@
+"""Response body of POST /v1/bpe/steps (service/routes/bpe.py): BPE learning on a corpus, or a
+stored version replaying its merges on a sample; `mode` says which."""
+
+import uuid
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, RootModel
+
+Pair = tuple[str, str]
+
+
+class MergeOut(BaseModel):
+    pair: Pair
+    token: str
+    count: int = Field(description="the pair's count (in a replay, on the sample)")
+    tied: list[Pair] = Field(description="the first equally frequent pairs it won over, in the rule's order")
+    ties: int
+
+
+class ReplayedMerge(MergeOut):
+    rank: int | None = Field(description="where the sample ranks the version's merge (1: first), null: not in it")
+
+
+class WordOut(BaseModel):
+    tokens: list[str]
+    count: int
+
+
+class PairCount(BaseModel):
+    pair: Pair
+    count: int
+
+
+class StateOut(BaseModel):
+    """The corpus after `step` merges; its vocabulary is the first `vocabulary_size` entries of the
+    run's, its merges the first `step` of the run's."""
+
+    step: int
+    vocabulary_size: int
+    words: list[WordOut]
+    pairs: list[PairCount] = Field(description="every adjacent pair, in the rule's order")
+    next: MergeOut | None
+
+
+class ReplayedState(StateOut):
+    next: ReplayedMerge | None
+
+
+class RunOut(BaseModel):
+    total_steps: int
+    done: bool = Field(description="the merges ran out before `steps`")
+    next_start: int | None = Field(description="where to ask again, when this answer was cut short")
+    merges: list[MergeOut]
+    vocabulary: list[str] = Field(description="the final one: the alphabet by code point, then each merge's token")
+    states: list[StateOut]
+
+
+class CorpusSteps(RunOut):
+    mode: Literal["corpus"]
+    tie_break: Literal["first_seen", "tokenizers"]
+    tie_break_label: str
+    end_of_word: str | None = Field(description="the end-of-word marker, null without one")
+    min_count: int
+
+
+class SampleOut(BaseModel):
+    lines: int
+    characters: int
+    truncated: bool
+
+
+class VersionSteps(RunOut):
+    mode: Literal["version"]
+    tokenizer: str
+    version: int
+    corpus_id: uuid.UUID
+    corpus_name: str
+    sample: SampleOut
+    states: list[ReplayedState]
+
+
+class BpeStepsOut(RootModel[Annotated[CorpusSteps | VersionSteps, Field(discriminator="mode")]]):
+    pass

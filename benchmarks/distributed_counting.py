@@ -57,8 +57,8 @@ def child_streamed(root: Path, vocab: int) -> dict:
 
 
 def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: int) -> dict:
-    from tokenmill.training import piece_counts
     from tokenmill.store import LocalStore
+    from tokenmill.training import piece_counts
 
     store = LocalStore(root)
     started = time.monotonic()
@@ -72,9 +72,9 @@ def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: in
 
 
 def child_learn(root: Path, vocab: int, min_count: int) -> dict:
+    from tokenmill.store import LocalStore
     from tokenmill.training import piece_counts
     from tokenmill.training.merge_learner import learn_merges
-    from tokenmill.store import LocalStore
 
     store = LocalStore(root)
     started = time.monotonic()

@@ -108,7 +108,7 @@ def main() -> None:
         shards.stop()
         cold = timed(measure, encoder, lines)  # worker processes started for this one
         ours = min(timed(measure, encoder, lines) for _ in range(args.runs))
-        print(f"| {kind} | {encoder.engine} | {megabytes / bare:.2f} | {megabytes / own:.2f} | {megabytes / cold:.2f} "
+        print(f"| {kind} | {encoder.encoded_by} | {megabytes / bare:.2f} | {megabytes / own:.2f} | {megabytes / cold:.2f} "
               f"| {megabytes / ours:.2f} | {bare / ours:.2f}× | {own / ours:.2f}× |", flush=True)
 
 

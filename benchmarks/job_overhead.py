@@ -81,8 +81,8 @@ def urls(work: Path) -> tuple[str, str]:
 
 def ingest_child(work: Path, corpus: Path) -> dict:
     from tokenmill.cli import migrate
-    from tokenmill.db import make_engine, make_sessionmaker, transaction
     from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+    from tokenmill.db import make_engine, make_sessionmaker, transaction
     from tokenmill.store import open_store, read_into
     from tokenmill.teams import create_team
 
@@ -183,13 +183,9 @@ class Timeline:
 
 def instrument(timeline: Timeline, sampler: Sampler, store, corpus_key: str) -> dict:
     """Wrap what the pipeline calls, in this process only; returns the pass counters."""
-    from tokenmill.training import export
-    from tokenmill.work import lifecycle
     from tokenmill.jobs import pipeline
-    from tokenmill.work import progress
-    from tokenmill.training import with_rustbpe
-    from tokenmill.training import version_files
-    from tokenmill.training import with_tokenizers
+    from tokenmill.training import export, version_files, with_rustbpe, with_tokenizers
+    from tokenmill.work import lifecycle, progress
 
     for name, label in (("claim", "claim"), ("_corpora", "corpus rows"), ("lineage", "lineage (package versions)"),
                         ("train_version_files", "train_version_files"), ("_evaluate", "evaluate (no corpora)"),
@@ -276,9 +272,9 @@ def timed_pass(texts) -> float:
 def reading_passes(library: str, corpus: Path, store, row, work: Path) -> dict[str, float]:
     """One pass over the corpus each way, alone (nothing trains meanwhile)."""
     from tokenmill.corpora.reading import corpus_documents, iter_lines
-    from tokenmill.work.progress import tracked
-    from tokenmill.training.with_rustbpe import _frames, _write
     from tokenmill.training.version_files import training_texts
+    from tokenmill.training.with_rustbpe import _frames, _write
+    from tokenmill.work.progress import tracked
 
     passes = {
         "file lines (as the engine alone reads them)": timed_pass(train_speed.lines(corpus)),
@@ -314,12 +310,12 @@ def job_child(work: Path, corpus: Path, library: str, vocab: int, team_id: str, 
     from sqlalchemy import select
 
     from tokenmill.db import make_engine, make_sessionmaker, transaction
-    from tokenmill.jobs.submission import submit_job
-    from tokenmill.work.lifecycle import WorkLimits
-    from tokenmill.models import Corpus, Team, TokenizerVersion, TrainingJob
     from tokenmill.jobs.pipeline import run_training_job
+    from tokenmill.jobs.submission import submit_job
+    from tokenmill.models import Corpus, Team, TokenizerVersion, TrainingJob
     from tokenmill.settings import Settings
     from tokenmill.store import open_store
+    from tokenmill.work.lifecycle import WorkLimits
 
     imports = time.perf_counter() - imported
     baseline = status_kib()
@@ -402,9 +398,9 @@ def probe_child(work: Path, corpus: Path, corpus_id: str, probe: str) -> dict:
         else:
             from tokenmill.db import make_engine, make_sessionmaker
             from tokenmill.models import Corpus
-            from tokenmill.work.progress import tracked
             from tokenmill.store import open_store
             from tokenmill.training.version_files import training_texts
+            from tokenmill.work.progress import tracked
 
             database_url, storage_url = urls(work)
             factory = make_sessionmaker(make_engine(database_url))
@@ -413,9 +409,9 @@ def probe_child(work: Path, corpus: Path, corpus_id: str, probe: str) -> dict:
                 row = session.get_one(Corpus, uuid.UUID(corpus_id))
             texts = tracked(training_texts(store, [row]), row.characters, Throttled(), "training", 0.0, 0.5)
             if threads:
+                from tokenmill.settings import Settings
                 from tokenmill.work.lifecycle import Heartbeat, WorkLimits
                 from tokenmill.work.progress import PeakMemory
-                from tokenmill.settings import Settings
 
                 limits = WorkLimits.of(Settings(home=work, database_url=database_url, storage_url=storage_url))
                 stack.enter_context(Heartbeat(factory, lambda session: True, limits, give_up=lambda message: None))
@@ -526,7 +522,7 @@ def breakdown(library: str, job: dict, engine: dict) -> list[str]:
         ("store writes (put_bytes, every file)", total(job, "store writes (put_bytes)"), 0.0,
          f"{len(job['files'])} files, {sum(job['files'].values()) / MB:.1f} MB"),
         ("evaluation with no corpora (returns at once)", seconds(job, "evaluate (no corpora)"), 0.0,
-         "the evaluation engine is not imported"),
+         "the evaluation kernels are not imported"),
         ("register (one transaction)", seconds(job, "register"), 0.0, ""),
     ]
     accounted = sum(value for _, value, _, _ in rows[1:])

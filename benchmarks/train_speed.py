@@ -43,7 +43,9 @@ MB = 1_000_000
 
 def corpus_file(path: Path, size: int) -> None:
     """`size` bytes (cut at a line end) of every source file in the same share, repeated if need be."""
-    from tests.services import CORPORA  # here, not at the top: the children measured never import it (boto3, redis: 44 MiB)
+    from tests.services import (
+        CORPORA,  # here, not at the top: the children measured never import it (boto3, redis: 44 MiB)
+    )
 
     sources = sorted(p for domain in DOMAINS for p in (CORPORA / domain).glob("*.txt"))
     total = sum(p.stat().st_size for p in sources)
@@ -87,8 +89,8 @@ def child(engine: str, corpus: Path, vocab: int, output: Path) -> None:
 
     from tokenmill.training import with_tokenizers
     from tokenmill.training.patterns import PATTERNS
-    from tokenmill.training.with_rustbpe import learn_ranks, to_tokenizer
     from tokenmill.training.spec import resolve_spec
+    from tokenmill.training.with_rustbpe import learn_ranks, to_tokenizer
 
     spec = resolve_spec({"vocab_size": vocab, "pre_tokenizer": "gpt2", "special_tokens": [SPECIAL]})
     baseline = high_water_kib()

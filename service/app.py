@@ -10,8 +10,8 @@ from service.inputs import check_request_values
 from service.middleware import Authentication, BodyLimit
 from service.queue import Queue
 from service.routes import bpe, corpora, evaluations, health, jobs, tokenizers
-from tokenmill.encoding import sandbox
 from tokenmill.db import make_engine, make_sessionmaker
+from tokenmill.encoding import sandbox
 from tokenmill.settings import DEVELOPMENT_SECRET, Settings, get_settings
 from tokenmill.store import open_store
 

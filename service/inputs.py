@@ -15,8 +15,8 @@ from typing import Any
 
 from fastapi import Request
 
-from tokenmill.errors import InvalidInput
 from tokenmill.corpora.ingest import unstorable
+from tokenmill.errors import InvalidInput
 
 MAX_INTEGER = 2**63 - 1
 # The highest page a list serves: (page - 1) * limit still fits the database's 64-bit offset.

@@ -8,9 +8,9 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import MISSING, BaseModel, ConfigDict, Field, computed_field
 from sqlalchemy.orm import Session
 
+from tokenmill.encoding.subword_sampling import SamplingOptions
 from tokenmill.jobs.submission import reached_vocab_sizes
 from tokenmill.models import TrainingJob
-from tokenmill.encoding.subword_sampling import SamplingOptions
 from tokenmill.versions.registry import vocabulary_notes
 
 T = TypeVar("T")

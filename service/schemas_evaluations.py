@@ -51,7 +51,7 @@ class Metrics(BaseModel):
     shannon_efficiency: float
     renyi_efficiency: float
     word_rule: str | MISSING = MISSING
-    engine: str | MISSING = Field(MISSING, description="what encoded the corpus: tiktoken or tokenizers")
+    encoded_by: str | MISSING = Field(MISSING, description="what encoded the corpus: tiktoken, tokenizers, sentencepiece or sentencepiece+word cache")
     token_counts: str | MISSING = Field(MISSING, description="each id's count clipped at 3, packed (for ghost tokens)")
     premium: float | MISSING = Field(MISSING, description="tokens / tokens of the pivot of its parallel group")
     vocab_curve: list[CurvePoint] | MISSING = MISSING

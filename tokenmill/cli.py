@@ -9,6 +9,7 @@ from tokenmill import client
 from tokenmill.db import migrate
 from tokenmill.settings import get_settings
 
+
 def serve(host: str, port: int) -> None:
     """Become the API process (uvicorn on service.app): the core never imports the service."""
     os.execv(sys.executable, [sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory",

@@ -56,7 +56,7 @@ class Settings(BaseSettings):
     count_helpers: int = Field(default=8, ge=0, le=1000)
     api_url: str = "http://127.0.0.1:8000"
     # How many cores an evaluation uses: its encoders' threads, and its measuring processes on a
-    # large corpus (tokenmill.evaluation.measuring); the one setting for the evaluation engine's parallelism.
+    # large corpus (tokenmill.evaluation.measuring); the one setting for evaluation's parallelism.
     evaluation_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
 
     @model_validator(mode="after")

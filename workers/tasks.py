@@ -7,17 +7,17 @@ from celery import group
 from celery.exceptions import TimeLimitExceeded
 from celery.signals import worker_init, worker_process_init
 
-from workers.app import app
 from tokenmill.corpora.statistics_runs import record_statistics
-from tokenmill.training.counted import Helpers, help_counting
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.evaluation.pipeline import abandon_run, run_evaluation
-from tokenmill.work.lifecycle import TIME_LIMIT, TRANSIENT, TransientError, WorkLimits
 from tokenmill.jobs.pipeline import abandon_job, run_training_job
 from tokenmill.jobs.reconcile import reconcile
+from tokenmill.jobs.sweeper import Senders, sweep
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
-from tokenmill.jobs.sweeper import Senders, sweep
+from tokenmill.training.counted import Helpers, help_counting
+from tokenmill.work.lifecycle import TIME_LIMIT, TRANSIENT, TransientError, WorkLimits
+from workers.app import app
 
 
 @lru_cache

@@ -5,8 +5,8 @@ Revises:
 Create Date: 2026-11-30 02:29:18.806912
 """
 
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 from sqlalchemy import Text
 from sqlalchemy.dialects import postgresql
 

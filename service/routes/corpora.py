@@ -11,8 +11,8 @@ from service.deps import PageDep, QueueDep, SessionDep, SessionmakerDep, Setting
 from service.schemas import CorpusOut, Listing
 from service.uploads import MultipartUpload, run_upload
 from tokenmill.corpora import rows as corpus_rows
-from tokenmill.corpora.reading import FORMATS
 from tokenmill.corpora.ingest import NAMED_FIELDS, CorpusFields, ingest_corpus
+from tokenmill.corpora.reading import FORMATS
 from tokenmill.models import Corpus
 from tokenmill.pagination import paginate
 from tokenmill.store import ObjectStore, read_into

@@ -9,9 +9,9 @@ from service.downloads import MEDIA_TYPES, bundle_response, file_response
 from service.schemas import EncodeIn, EncodeOut, Listing, TokenizerOut, VersionOut
 from service.schemas_evaluations import VersionEvaluationsOut
 from service.schemas_report import CostReportOut
+from tokenmill.evaluation.reports import version_curve, version_evaluations
 from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
 from tokenmill.playground.encode import encode_with_version
-from tokenmill.evaluation.reports import version_curve, version_evaluations
 from tokenmill.versions.registry import get_version, list_names, list_versions
 
 router = APIRouter(prefix="/v1/tokenizers", tags=["tokenizers"])

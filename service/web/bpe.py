@@ -22,15 +22,23 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from service.deps import SessionDep, StoreDep
-from tokenmill.playground.bpe_runs import BpeStepsIn, compute
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import FONT, MARK, PALETTE, linear_domain, tick_label
 from service.web.render import WebRoute, render, templates
-from tokenmill.playground.bpe_replay import MAX_SAMPLE_LINES, SAMPLE_LINES
-from tokenmill.playground.bpe_steps import DEFAULT_CORPUS, END_OF_WORD, MAX_CHARACTERS, MAX_STEPS, TIE_BREAKS, Run, State
 from tokenmill.errors import InvalidInput
 from tokenmill.models import Corpus, Team
 from tokenmill.pagination import MAX_LIMIT, Page
+from tokenmill.playground.bpe_replay import MAX_SAMPLE_LINES, SAMPLE_LINES
+from tokenmill.playground.bpe_runs import BpeStepsIn, compute
+from tokenmill.playground.bpe_steps import (
+    DEFAULT_CORPUS,
+    END_OF_WORD,
+    MAX_CHARACTERS,
+    MAX_STEPS,
+    TIE_BREAKS,
+    Run,
+    State,
+)
 from tokenmill.versions.registry import list_names
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)

@@ -28,10 +28,10 @@ from service.problems import domain_problem
 from service.web.auth import FormDep, WebSessionDep
 from service.web.charts import Axis, Series, line_chart
 from service.web.render import WebRoute, render, see_other, wants_json
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.corpora.reading import FORMATS
 from tokenmill.corpora.rows import delete_corpus, get_corpus
 from tokenmill.errors import InvalidInput, TokenmillError
-from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.models import Corpus
 from tokenmill.pagination import Page, page_count, paginate
 from tokenmill.store import read_into

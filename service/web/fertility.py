@@ -14,8 +14,8 @@ from service.deps import SessionDep
 from service.web.auth import WebSessionDep
 from service.web.charts import Axis, Series, bar_chart, line_chart
 from service.web.render import WebRoute, render
-from tokenmill.pagination import MAX_LIMIT, Page
 from tokenmill.evaluation.reports import fertility_matrix
+from tokenmill.pagination import MAX_LIMIT, Page
 from tokenmill.versions.registry import list_names
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)

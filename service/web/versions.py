@@ -27,17 +27,23 @@ from service.downloads import bundle_response, file_response
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import Axis, Series, empty_chart, line_chart
 from service.web.render import WebRoute, render, templates
-from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
+from tokenmill.encoding.subword_sampling import (
+    DEFAULT_ALPHA,
+    DEFAULT_DROPOUT,
+    DEFAULT_NBEST,
+    MAX_SEED,
+    SamplingOptions,
+    method_of,
+)
 from tokenmill.errors import Busy, InvalidInput, NotFound, TokenmillError
-from tokenmill.models import Team, TokenizerVersion
-from tokenmill.pagination import MAX_LIMIT, Page
-from tokenmill.playground.encode import MAX_TEXT, encode_with_reference, encode_with_version
 from tokenmill.evaluation.references import REFERENCE_NAMES
 from tokenmill.evaluation.reports import version_curve, version_evaluations
-from tokenmill.training.spec import TrainingSpec
+from tokenmill.models import Team, TokenizerVersion
+from tokenmill.pagination import MAX_LIMIT, Page
+from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
+from tokenmill.playground.encode import MAX_TEXT, encode_with_reference, encode_with_version
 from tokenmill.store import ObjectStore
-from tokenmill.encoding.subword_sampling import (DEFAULT_ALPHA, DEFAULT_DROPOUT, DEFAULT_NBEST, MAX_SEED, SamplingOptions,
-                                       method_of)
+from tokenmill.training.spec import TrainingSpec
 from tokenmill.versions.diff import load_vocabulary, readable_token, vocabulary_diff
 from tokenmill.versions.registry import get_version, list_names, list_versions
 

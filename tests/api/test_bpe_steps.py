@@ -11,8 +11,8 @@ from tests.api.dashboard import sign_in
 from tests.conftest import make_team
 from tests.integration.served import add_version
 from tests.text import flores_lines
-from tokenmill.training import with_tokenizers
 from tokenmill.playground.bpe_steps import MAX_CHARACTERS, MAX_STEPS
+from tokenmill.training import with_tokenizers
 from tokenmill.training.export import artifact_files
 from tokenmill.training.spec import resolve_spec
 

@@ -11,17 +11,17 @@ from sqlalchemy import select
 from tests.conftest import make_team
 from tests.integration.served import add_version
 from tests.text import flores_lines
-from tokenmill.playground import cost_report
-from tokenmill.training import with_tokenizers
-from tokenmill.playground.cost_probes import INDENTS, NUMBERS, TRAILING, UNINDENTED, WORDS
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction
 from tokenmill.errors import InvalidInput
-from tokenmill.training.export import artifact_files
-from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
-from tokenmill.models import Evaluation
 from tokenmill.evaluation.references import load_reference
-from tokenmill.training.spec import resolve_spec
 from tokenmill.evaluation.token_counts import pack_counts
+from tokenmill.models import Evaluation
+from tokenmill.playground import cost_report
+from tokenmill.playground.cost_probes import INDENTS, NUMBERS, TRAILING, UNINDENTED, WORDS
+from tokenmill.training import with_tokenizers
+from tokenmill.training.export import artifact_files
+from tokenmill.training.spec import resolve_spec
 
 LIMITS = {"max_bytes": 10**8, "max_line_bytes": 10**6}
 NAME = "priced"

@@ -13,9 +13,9 @@ from tests.integration.served import add_version
 from tests.text import flores_lines
 from tokenmill.training import with_tokenizers
 from tokenmill.training.export import artifact_files
-from tokenmill.training.with_sentencepiece import train_sentencepiece
 from tokenmill.training.spec import resolve_spec
 from tokenmill.training.version_files import version_contents
+from tokenmill.training.with_sentencepiece import train_sentencepiece
 
 PROBLEM = "application/problem+json"
 LINES = flores_lines(80, languages=("eng_Latn", "spa_Latn"))

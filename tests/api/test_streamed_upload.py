@@ -2,6 +2,7 @@
 
 import gzip
 import hashlib
+
 import pytest
 
 from service.uploads import MAX_FIELD_BYTES, MAX_PARTS

@@ -16,16 +16,16 @@ from service.routes.bpe import run_json
 from tests.conftest import make_team
 from tests.integration.served import add_version
 from tests.text import flores_lines
-from tokenmill.training import with_tokenizers
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.encoding.subword_sampling import SamplingOptions
+from tokenmill.evaluation.pipeline import run_evaluation
+from tokenmill.evaluation.reports import fertility_matrix, version_curve, version_evaluations
+from tokenmill.evaluation.runs import get_run, run_out
 from tokenmill.playground.bpe_runs import BpeStepsIn, compute
 from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
-from tokenmill.evaluation.pipeline import run_evaluation
-from tokenmill.evaluation.runs import get_run, run_out
-from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.playground.encode import encode_with_reference, encode_with_version
-from tokenmill.evaluation.reports import fertility_matrix, version_curve, version_evaluations
+from tokenmill.training import with_tokenizers
 from tokenmill.training.spec import resolve_spec
-from tokenmill.encoding.subword_sampling import SamplingOptions
 from tokenmill.training.version_files import version_contents
 from tokenmill.versions.registry import get_version
 
@@ -146,7 +146,7 @@ def test_a_versions_evaluations_are_typed_and_whole(client, measured, sessionmak
     assert len(body["items"]) == 2 and body["vocab_curve"]
     for item in body["items"]:
         assert EVALUATION_KEYS <= set(item) and METRIC_KEYS <= set(item["metrics"])
-        assert {"word_rule", "engine", "vocab_curve", "vocab_curve_sample", "premium"} <= set(item["metrics"])
+        assert {"word_rule", "encoded_by", "vocab_curve", "vocab_curve_sample", "premium"} <= set(item["metrics"])
 
 
 def test_an_evaluation_run_is_typed_queued_and_finished(client, measured, sessionmaker):

@@ -15,12 +15,12 @@ from urllib.parse import urlparse
 import pytest
 from fastapi.testclient import TestClient
 
+from service.app import create_app
+from service.queue import Queue
+from tests.api.dashboard import sign_in
 from tests.conftest import make_team
 from tests.faults.proxy import TcpProxy
 from tests.services import free_port
-from tests.api.dashboard import sign_in
-from service.app import create_app
-from service.queue import Queue
 
 PROBLEM = "application/problem+json"
 

@@ -10,11 +10,11 @@ from tests.browser.conftest import PHONE, screenshot
 from tests.browser.test_dashboards import assert_labelled
 from tests.integration.served import add_version
 from tests.text import flores_lines
-from tokenmill.training import with_tokenizers
 from tokenmill.db import transaction
+from tokenmill.teams import team_by_name
+from tokenmill.training import with_tokenizers
 from tokenmill.training.export import artifact_files
 from tokenmill.training.spec import resolve_spec
-from tokenmill.teams import team_by_name
 
 
 def shown_merges(page: Page) -> list[str]:

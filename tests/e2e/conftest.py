@@ -3,6 +3,7 @@
 import httpx
 import pytest
 
+
 @pytest.fixture
 def http(stack, team_key):
     _, key = team_key

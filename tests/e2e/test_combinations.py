@@ -6,12 +6,12 @@ import tarfile
 import httpx
 import pytest
 
-from tests.conftest import make_team
 from tests.combinations import COMBINATIONS, LANGUAGES, TORTURE
-from tests.stack import unique
+from tests.conftest import make_team
 from tests.e2e.test_walking_skeleton import wait_for_job
 from tests.loaders import decoders, encoders
 from tests.services import FIXTURES
+from tests.stack import unique
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from service.queue import Queue
 from tests.services import REDIS_DB_BASE
 from tests.stack import process_env, unique
 from tests.waiting import UNFINISHED, until
-from tokenmill.db import transaction
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.db import transaction
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import TokenizerVersion, TrainingJob
 from tokenmill.settings import Settings

@@ -4,9 +4,9 @@
 import pytest
 from tokenizers import Tokenizer
 
-from tests.stack import unique
 from tests.e2e.test_walking_skeleton import wait_for_job
 from tests.services import CORPORA, FIXTURES
+from tests.stack import unique
 from tests.waiting import finished
 from tokenmill.evaluation.references import load_reference
 
@@ -70,8 +70,8 @@ def test_evaluations_dashboard_and_playground(http, tmp_path):
 def test_a_large_corpus_is_measured_by_worker_processes_of_the_celery_worker(http):
     """Past 16 batches a corpus is measured by shard processes that the Celery worker's child
     starts (not multiprocessing: a daemonic child may not); the numbers equal tiktoken's own."""
-    from tokenmill.evaluation.measuring import BATCH_LINES, SHARD_AFTER
     from tokenmill.corpora.words import count_words
+    from tokenmill.evaluation.measuring import BATCH_LINES, SHARD_AFTER
 
     path = CORPORA / "manpages" / "eng_Latn.txt"
     with path.open(encoding="utf-8") as handle:
@@ -84,7 +84,7 @@ def test_a_large_corpus_is_measured_by_worker_processes_of_the_celery_worker(htt
     assert run["status"] == "succeeded"
     metrics = run["results"][0]["metrics"]
     gpt2 = load_reference("gpt2")
-    assert metrics["engine"] == "tiktoken"
+    assert metrics["encoded_by"] == "tiktoken"
     assert metrics["tokens"] == sum(len(gpt2.encode_ordinary(d)) for d in documents)
     assert metrics["characters"] == sum(map(len, documents))
     assert metrics["words"] == sum(count_words(d) for d in documents)

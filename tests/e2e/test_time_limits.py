@@ -12,13 +12,13 @@ from service.queue import Queue
 from tests.services import FIXTURES, REDIS_DB_BASE
 from tests.stack import process_env
 from tests.waiting import UNFINISHED, until
-from tokenmill.db import transaction
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.db import transaction
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import TokenizerVersion, TrainingJob
-from tokenmill.work.lifecycle import TIME_LIMIT
 from tokenmill.settings import Settings
 from tokenmill.teams import create_team
+from tokenmill.work.lifecycle import TIME_LIMIT
 
 REDIS_DB = REDIS_DB_BASE + 1
 

@@ -7,8 +7,8 @@ from tokenizers import Tokenizer
 from transformers import AutoTokenizer
 
 from tests.combinations import TORTURE
-from tests.stack import unique
 from tests.services import FIXTURES
+from tests.stack import unique
 from tests.waiting import finished
 
 LANGUAGES = ["eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva", "rus_Cyrl", "jpn_Jpan", "spa_Latn"]

@@ -5,8 +5,8 @@ import hashlib
 import uuid
 
 from tokenmill.db import transaction
-from tokenmill.models import Team, TokenizerVersion
 from tokenmill.jobs.pipeline import lineage
+from tokenmill.models import Team, TokenizerVersion
 from tokenmill.training.spec import TrainingSpec
 
 

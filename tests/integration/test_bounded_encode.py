@@ -16,10 +16,10 @@ import pytest
 
 from tests.integration.served import add_version
 from tests.stack import api_process
-from tokenmill.training import with_tokenizers
 from tokenmill.db import transaction
-from tokenmill.training.spec import resolve_spec
 from tokenmill.teams import create_team
+from tokenmill.training import with_tokenizers
+from tokenmill.training.spec import resolve_spec
 
 TIMEOUT = 3  # TOKENMILL_ENCODE_TIMEOUT_SECONDS of the API under test
 SLOW_TEXT = ("b" * 23 + "!") * 200  # a minute of Oniguruma's backtracking under (b+)+c, unbounded

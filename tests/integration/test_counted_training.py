@@ -11,15 +11,15 @@ import pytest
 from sqlalchemy import func, select
 
 from tests.stack import process_env
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.db import transaction
+from tokenmill.jobs.pipeline import job_prefix, run_training_job
+from tokenmill.jobs.submission import submit_job
+from tokenmill.models import CountPart, TokenizerVersion, TrainingJob
+from tokenmill.teams import create_team
 from tokenmill.training import piece_counts
 from tokenmill.training.counted import Counting, Helpers, _plan, count_claimed_parts
-from tokenmill.db import transaction
-from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
-from tokenmill.jobs.submission import submit_job
 from tokenmill.work.lifecycle import WorkLimits, claim
-from tokenmill.models import CountPart, TokenizerVersion, TrainingJob
-from tokenmill.jobs.pipeline import job_prefix, run_training_job
-from tokenmill.teams import create_team
 
 WORDS = ["the", "there", "then", "lower", "lowest", "día", "niño", "日本語", "добрый", "1999", "2026", "3.14",
          "def", "return", "x_1", "(a+b)", "aaaa", "!!", "Tokenmill", "counts", "merges", "pieces"]

@@ -14,8 +14,8 @@ from tests.faults.proxy import proxy_to
 from tests.integration.served import add_version
 from tests.stack import api_process
 from tokenmill.db import transaction
-from tokenmill.training.spec import resolve_spec
 from tokenmill.teams import create_team
+from tokenmill.training.spec import resolve_spec
 
 BIG = 48 * 1024**2  # far more than the socket buffers between S3, the API and the client hold
 

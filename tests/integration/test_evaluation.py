@@ -6,12 +6,12 @@ import pytest
 from sqlalchemy import select
 
 from tests.services import FIXTURES
-from tokenmill.db import transaction
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.db import transaction
+from tokenmill.evaluation.reports import fertility_matrix, version_evaluations
+from tokenmill.jobs.pipeline import run_training_job
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import Evaluation, TokenizerVersion
-from tokenmill.jobs.pipeline import run_training_job
-from tokenmill.evaluation.reports import fertility_matrix, version_evaluations
 from tokenmill.teams import create_team
 
 METRIC_KEYS = {"tokens", "words", "characters", "bytes", "fertility", "chars_per_token", "bytes_per_token",
@@ -52,7 +52,7 @@ def test_every_eval_corpus_has_all_metrics_and_a_curve(sessionmaker, trained):
     assert sorted(i["corpus_id"] for i in items) == sorted(str(c.id) for c in corpora)
     for item in items:
         assert METRIC_KEYS <= set(item["metrics"])
-        assert item["metrics"]["engine"] == "tiktoken"  # byte-level BPE, ids proven equal
+        assert item["metrics"]["encoded_by"] == "tiktoken"  # byte-level BPE, ids proven equal
         assert item["metrics"]["roundtrip_rate"] == 1.0
         assert item["metrics"]["fertility"] == pytest.approx(item["metrics"]["tokens"] / item["metrics"]["words"])
         assert [p["vocab_size"] for p in item["metrics"]["vocab_curve"]] == [1000, 2000]

@@ -10,16 +10,16 @@ from sqlalchemy import select
 from tokenizers import Tokenizer
 
 from tests.text import flores_lines
-from tokenmill.playground.cost_report import measured_costs
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction
 from tokenmill.evaluation.measuring import BATCH_LINES, SHARD_AFTER
-from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.evaluation.references import REFERENCE_NAMES
+from tokenmill.evaluation.token_counts import CLIP, unpack_counts
+from tokenmill.jobs.pipeline import run_training_job
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import Evaluation, Team, TokenizerVersion
-from tokenmill.jobs.pipeline import run_training_job
-from tokenmill.evaluation.references import REFERENCE_NAMES
+from tokenmill.playground.cost_report import measured_costs
 from tokenmill.teams import create_team
-from tokenmill.evaluation.token_counts import CLIP, unpack_counts
 
 LIMITS = {"max_bytes": 10**9, "max_line_bytes": 10**6}
 SMALL = flores_lines(200, languages=("eng_Latn",))
@@ -57,7 +57,7 @@ def test_every_evaluation_the_worker_stored_has_its_counts(trained):
     subjects = {(r.reference or "version", r.corpus_id) for r in rows if r.metrics.get("token_counts")}
     assert subjects == {(s, c.id) for s in ("version", *REFERENCE_NAMES) for c in corpora.values()}
     mine = [r for r in rows if r.version_id == version.id]
-    assert {r.metrics["engine"] for r in mine} == {"tiktoken"}  # the rank file, proven equal to tokenizers
+    assert {r.metrics["encoded_by"] for r in mine} == {"tiktoken"}  # the rank file, proven equal to tokenizers
     size = tokenizer.get_vocab_size(with_added_tokens=True)
     assert all(len(unpack_counts(r.metrics["token_counts"])) == size for r in mine)
 

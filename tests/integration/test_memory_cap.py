@@ -8,8 +8,8 @@ from sqlalchemy import select
 
 from tests.services import CORPORA
 from tests.stack import process_env, unique
-from tokenmill.db import transaction
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.db import transaction
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import TrainingJob
 from tokenmill.teams import create_team

@@ -7,12 +7,12 @@ from sqlalchemy import select
 from tokenizers import Tokenizer
 
 from tests.text import FLORES
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction
 from tokenmill.errors import InvalidInput
-from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.jobs.pipeline import run_training_job
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import TokenizerVersion
-from tokenmill.jobs.pipeline import run_training_job
 from tokenmill.teams import create_team
 
 LANGUAGES = ("eng_Latn", "hin_Deva", "arb_Arab")

@@ -6,16 +6,16 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from tokenmill.db import transaction, utcnow
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
-from tokenmill.jobs.submission import cancel_job, submit_job
-from tokenmill.models import TokenizerVersion, TrainingJob
-from tokenmill.work.lifecycle import WORKER_DIED, Claim, WorkLimits, claim
+from tokenmill.db import transaction, utcnow
 from tokenmill.jobs.pipeline import job_prefix, run_training_job
+from tokenmill.jobs.submission import cancel_job, submit_job
+from tokenmill.jobs.sweeper import Senders, sweep
+from tokenmill.models import TokenizerVersion, TrainingJob
 from tokenmill.settings import Settings
 from tokenmill.store import ObjectNotFound
-from tokenmill.jobs.sweeper import Senders, sweep
 from tokenmill.teams import create_team
+from tokenmill.work.lifecycle import WORKER_DIED, Claim, WorkLimits, claim
 
 
 @pytest.fixture

@@ -7,13 +7,13 @@ import pytest
 from sqlalchemy import update
 
 from tokenmill.db import transaction, utcnow
-from tokenmill.jobs.submission import submit_job
-from tokenmill.work.lifecycle import WorkLimits
-from tokenmill.models import Corpus, TrainingJob
 from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.jobs.reconcile import reconcile
+from tokenmill.jobs.submission import submit_job
+from tokenmill.models import Corpus, TrainingJob
 from tokenmill.store import ObjectNotFound, open_store
 from tokenmill.teams import create_team
+from tokenmill.work.lifecycle import WorkLimits
 
 
 @pytest.fixture

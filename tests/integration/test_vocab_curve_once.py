@@ -7,14 +7,14 @@ from sqlalchemy import select
 
 import tokenmill.evaluation.measuring as evaluation
 from tests.services import FIXTURES
+from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction
 from tokenmill.evaluation.pipeline import run_evaluation
+from tokenmill.evaluation.reports import has_version_curve, version_curve
 from tokenmill.evaluation.runs import submit_run
-from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.jobs.pipeline import run_training_job
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import Evaluation, Team, TokenizerVersion
-from tokenmill.jobs.pipeline import run_training_job
-from tokenmill.evaluation.reports import has_version_curve, version_curve
 from tokenmill.teams import create_team
 
 LIMITS = {"max_bytes": 10**9, "max_line_bytes": 10**6}

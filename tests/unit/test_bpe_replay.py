@@ -5,10 +5,17 @@ import json
 import pytest
 
 from tests.text import flores_lines
-from tokenmill.training import with_tokenizers
-from tokenmill.playground.bpe_replay import parse_merges, pre_tokenize, read_sample, replay, sample_words, split_patterns
-from tokenmill.playground.bpe_steps import DEFAULT_CORPUS, MAX_CHARACTERS, corpus_words, step_through
 from tokenmill.errors import InvalidInput
+from tokenmill.playground.bpe_replay import (
+    parse_merges,
+    pre_tokenize,
+    read_sample,
+    replay,
+    sample_words,
+    split_patterns,
+)
+from tokenmill.playground.bpe_steps import DEFAULT_CORPUS, MAX_CHARACTERS, corpus_words, step_through
+from tokenmill.training import with_tokenizers
 from tokenmill.training.export import bpe_files
 from tokenmill.training.spec import resolve_spec
 

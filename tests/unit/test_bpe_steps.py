@@ -15,9 +15,17 @@ import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from tests.text import flores_lines
-from tokenmill.playground.bpe_steps import (DEFAULT_CORPUS, END_OF_WORD, MAX_CHARACTERS, MAX_STEPS, count_pairs, corpus_words,
-                                 merge_tokens, step_through)
 from tokenmill.errors import InvalidInput
+from tokenmill.playground.bpe_steps import (
+    DEFAULT_CORPUS,
+    END_OF_WORD,
+    MAX_CHARACTERS,
+    MAX_STEPS,
+    corpus_words,
+    count_pairs,
+    merge_tokens,
+    step_through,
+)
 
 
 def article_merges(limit: int = 100) -> list[tuple[str, str]]:

@@ -5,7 +5,17 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from service.web.charts import Axis, Scale, Series, bar_chart, line_chart, linear_domain, log_domain, nice_step, tick_label
+from service.web.charts import (
+    Axis,
+    Scale,
+    Series,
+    bar_chart,
+    line_chart,
+    linear_domain,
+    log_domain,
+    nice_step,
+    tick_label,
+)
 from service.web.fertility import heat_step, premium_groups, regressions, trend_series
 
 SVG = "{http://www.w3.org/2000/svg}"

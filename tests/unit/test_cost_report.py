@@ -4,6 +4,9 @@ per-id counts and the ghost-token aggregation over them."""
 import numpy as np
 import pytest
 
+from tokenmill.evaluation.metrics import MetricsAccumulator
+from tokenmill.evaluation.references import load_reference
+from tokenmill.evaluation.token_counts import CLIP, MAX_CHARS, combined_counts, pack_counts, unpack_counts
 from tokenmill.playground.cost_probes import (
     INDENTS,
     NUMBERS,
@@ -15,9 +18,6 @@ from tokenmill.playground.cost_probes import (
     probe,
 )
 from tokenmill.playground.cost_report import ghost_summary, is_base_token, reference_probes
-from tokenmill.evaluation.metrics import MetricsAccumulator
-from tokenmill.evaluation.references import load_reference
-from tokenmill.evaluation.token_counts import CLIP, MAX_CHARS, combined_counts, pack_counts, unpack_counts
 
 
 def characters(text: str) -> list[tuple[int, int]]:

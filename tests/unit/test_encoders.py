@@ -4,15 +4,14 @@ import json
 
 import numpy as np
 import pytest
-
 from tokenizers import Tokenizer
 
-from tokenmill.training import with_tokenizers
+from tests.text import flores_lines as lines
 from tokenmill.evaluation.encoders import TokenizersEncoder, proven_encoder, reference_encoder, version_encoders
 from tokenmill.evaluation.measuring import curve_sizes, measure, vocab_curve
-from tokenmill.training.version_files import version_contents
+from tokenmill.training import with_tokenizers
 from tokenmill.training.spec import resolve_spec
-from tests.text import flores_lines as lines
+from tokenmill.training.version_files import version_contents
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +29,7 @@ def test_tiktoken_engine_gives_the_same_metrics_as_tokenizers(bytebpe_files):
     # Character spans computed from byte lengths match tokenizers' own offsets, batch-wide.
     assert (fast.encode_batch(held_out).spans == slow.encode_batch(held_out).spans).all()
     fast_metrics, slow_metrics = measure(fast, held_out), measure(slow, held_out)
-    assert fast_metrics.pop("engine") == "tiktoken" and slow_metrics.pop("engine") == "tokenizers"
+    assert fast_metrics.pop("encoded_by") == "tiktoken" and slow_metrics.pop("encoded_by") == "tokenizers"
     assert fast_metrics == pytest.approx(slow_metrics)
 
 
@@ -85,13 +84,13 @@ def test_sentencepiece_engine_matches_its_tokenizer_json(algorithm, monkeypatch)
     result = train_sentencepiece(spec, lines())
     files = {"tokenizer.model": result.model, "tokenizer.json": result.tokenizer_json.encode(), "manifest.json": b"{}"}
     engine, fast = version_encoders("spm", files, {})
-    assert isinstance(engine, SentencePieceEncoder) and engine.engine == "sentencepiece"
+    assert isinstance(engine, SentencePieceEncoder) and engine.encoded_by == "sentencepiece"
     # Also a word at a time (tokenmill.evaluation.word_cache), to be proven on each corpus.
-    assert fast is not None and fast.engine == "sentencepiece+word cache"
+    assert fast is not None and fast.encoded_by == "sentencepiece+word cache"
     reference = TokenizersEncoder("spm", Tokenizer.from_str(result.tokenizer_json))
     held_out = lines(60, offset=500) + ["tabs\tand  spaces ", "  leading", "emoji 👋🏽 and 東京", "ascii only"]
     theirs = measure(reference, held_out)
-    assert theirs.pop("engine") == "tokenizers"
+    assert theirs.pop("encoded_by") == "tokenizers"
     for encoder in [engine] + [fast] * (fast is not None):
         assert encoder.encode(held_out) == reference.encode(held_out)
         ours_batch, theirs_batch = encoder.encode_batch(held_out), reference.encode_batch(held_out)
@@ -107,7 +106,7 @@ def test_sentencepiece_engine_matches_its_tokenizer_json(algorithm, monkeypatch)
             patch.setattr(evaluation, "SHARD_AFTER", 1)
             patch.setattr(evaluation, "BATCH_LINES", 16)
             assert measure(encoder, held_out) == ours  # in two worker processes, the same numbers
-        assert ours.pop("engine") == encoder.engine
+        assert ours.pop("encoded_by") == encoder.encoded_by
         assert ours == pytest.approx(theirs)
 
 
@@ -118,7 +117,7 @@ def test_sentencepiece_without_byte_fallback_is_measured_through_tokenizer_json(
     result = train_sentencepiece(spec, lines())
     files = {"tokenizer.model": result.model, "tokenizer.json": result.tokenizer_json.encode()}
     engine, _ = version_encoders("spm", files, {})
-    assert engine.engine == "tokenizers"  # <unk> pieces hide how many bytes they stand for
+    assert engine.encoded_by == "tokenizers"  # <unk> pieces hide how many bytes they stand for
 
 
 def test_measuring_in_processes_gives_the_same_metrics(bytebpe_files, monkeypatch):

@@ -1,4 +1,4 @@
-"""The evaluation engine's threads: one setting decides them, and none outlives an evaluation."""
+"""Evaluation's threads: one setting decides them, and none outlives an evaluation."""
 
 import json
 import os
@@ -10,9 +10,9 @@ import pytest
 import tokenmill.evaluation.encoders as encoders
 import tokenmill.evaluation.measuring as evaluation
 from tests.text import flores_lines as lines
-from tokenmill.training import with_tokenizers
 from tokenmill.models import Corpus
 from tokenmill.settings import Settings, get_settings
+from tokenmill.training import with_tokenizers
 from tokenmill.training.spec import resolve_spec
 from tokenmill.training.version_files import version_contents
 
@@ -60,7 +60,7 @@ def test_no_thread_outlives_an_evaluation(bytebpe_files, corpora, threads):
         evaluation.measure(encoders.reference_encoder(name), text)
     assert live_threads() == before
     results = evaluation.evaluate_version(None, "v", bytebpe_files, corpora, lambda _: None)
-    assert {metrics["engine"] for _, metrics in results} == {"tiktoken"}  # threads were used: tiktoken's slices
+    assert {metrics["encoded_by"] for _, metrics in results} == {"tiktoken"}  # threads were used: tiktoken's slices
     assert live_threads() == before
 
 

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
+from tokenmill.corpora.words import PER_CHARACTER, WHITESPACE
 from tokenmill.evaluation import metrics
 from tokenmill.evaluation.metrics import MetricsAccumulator, continued_words
 from tokenmill.evaluation.reports import premium
-from tokenmill.corpora.words import PER_CHARACTER, WHITESPACE
 
 UNK = 0
 BYTE_IDS = frozenset(range(100, 356))  # <0x00> … <0xFF>, as a byte-fallback vocabulary has

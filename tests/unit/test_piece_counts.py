@@ -5,10 +5,10 @@ from collections import Counter
 
 import pytest
 
-from tokenmill.training import piece_counts
 from tokenmill.corpora.reading import corpus_documents
 from tokenmill.models import Corpus
 from tokenmill.store import LocalStore
+from tokenmill.training import piece_counts
 
 
 def _stored(tmp_path, data: bytes, fmt: str = "text") -> tuple[LocalStore, Corpus]:

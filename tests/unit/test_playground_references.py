@@ -1,15 +1,15 @@
-"""The API's reference encodes (tiktoken alone, no evaluation engine) give the evaluation engine's ids and spans."""
+"""The API's reference encodes (tiktoken alone, no evaluation kernels) give the evaluation encoders' ids and spans."""
 
 import random
-import sys
 import subprocess
+import sys
 
 import pytest
 
 from tests.combinations import TORTURE
 from tokenmill.evaluation.encoders import reference_encoder
-from tokenmill.playground.encode import encode_with_reference
 from tokenmill.evaluation.references import REFERENCE_NAMES
+from tokenmill.playground.encode import encode_with_reference
 
 ALPHABET = "ab Z1 \t\n👋东京ïé\u0301🧑‍🤝‍🧑"
 

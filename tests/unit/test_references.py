@@ -13,16 +13,14 @@ from tokenizers import Regex, pre_tokenizers
 
 from tests.services import FIXTURES
 from tokenmill.evaluation import references
-from tokenmill.training import patterns
-from tokenmill.training.patterns import PATTERNS
 from tokenmill.evaluation.references import (
     REFERENCE_NAMES,
     ReferenceFileError,
     load_reference,
     reference_sha256,
 )
-
-
+from tokenmill.training import patterns
+from tokenmill.training.patterns import PATTERNS
 
 # Contractions in both cases, digit runs, CJK, emoji with modifiers and ZWJ, odd spaces,
 # trailing whitespace, CRLF, punctuation runs, and case-folding traps for (?i:…)

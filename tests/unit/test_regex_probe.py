@@ -5,9 +5,9 @@ import time
 
 import pytest
 
+from tokenmill.encoding.regex_probe import pieces, probe_texts
 from tokenmill.errors import InvalidInput
 from tokenmill.training.patterns import PATTERNS
-from tokenmill.encoding.regex_probe import pieces, probe_texts
 from tokenmill.training.spec import REGEX_PROBE_REPEAT, resolve_spec
 
 CATASTROPHIC = ["(b+)+c", "(a|a)*b", "(x+x+)+y", r"(ab)*(ab)*(ab)*(ab)*x", r"(\w+\s?)+$", r"(\p{L}+)+!"]

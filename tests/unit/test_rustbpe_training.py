@@ -14,13 +14,13 @@ from tests.combinations import TORTURE
 from tests.loaders import encoders
 from tests.services import FIXTURES
 from tests.text import flores_lines
-from tokenmill.training import with_tokenizers
 from tokenmill.errors import InvalidCorpus
+from tokenmill.training import with_tokenizers
 from tokenmill.training.patterns import PATTERNS
-from tokenmill.training.with_rustbpe import check_pattern, merge_pairs, refusal, train_rustbpe
 from tokenmill.training.spec import resolve_spec
 from tokenmill.training.tiktoken_format import BYTE_DECODER
 from tokenmill.training.version_files import version_contents
+from tokenmill.training.with_rustbpe import check_pattern, merge_pairs, refusal, train_rustbpe
 
 REPO = Path(__file__).resolve().parents[2]
 LANGUAGES = ("eng_Latn", "spa_Latn", "deu_Latn", "rus_Cyrl", "ell_Grek", "arb_Arab", "hin_Deva", "tha_Thai",

@@ -20,8 +20,8 @@ from transformers import PreTrainedTokenizerFast
 from tests.services import FIXTURES
 from tokenmill.errors import InvalidInput
 from tokenmill.training.sampling import reservoir_sample as sample
-from tokenmill.training.with_sentencepiece import train_sentencepiece, trainer_options, vocab_file
 from tokenmill.training.spec import TrainingSpec, resolve_spec
+from tokenmill.training.with_sentencepiece import train_sentencepiece, trainer_options, vocab_file
 
 FLORES = FIXTURES / "parallel_flores200_dev"
 TRAIN_LANGUAGES = ("eng_Latn", "zho_Hans", "arb_Arab", "hin_Deva")

@@ -9,12 +9,12 @@ from tokenizers import Tokenizer
 
 from tests.combinations import TORTURE
 from tests.text import flores_lines as lines
-from tokenmill.training import with_tokenizers
 from tokenmill.evaluation.encoders import SentencePieceEncoder, TokenizersEncoder, reference_encoder, version_encoders
+from tokenmill.evaluation.spelling import Spelling
+from tokenmill.training import with_tokenizers
+from tokenmill.training.spec import resolve_spec
 from tokenmill.training.version_files import version_contents
 from tokenmill.training.with_sentencepiece import train_sentencepiece
-from tokenmill.training.spec import resolve_spec
-from tokenmill.evaluation.spelling import Spelling
 
 # Lines built to leave the fast path: literal "▁", special-token and byte-token text, leading
 # spaces, characters no model saw, empty and blank lines.

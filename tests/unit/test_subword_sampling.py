@@ -11,16 +11,23 @@ import sentencepiece
 from pydantic import ValidationError
 from tokenizers import Tokenizer
 
-from tokenmill.training import with_tokenizers
-from tokenmill.evaluation.encoders import version_encoders
-from tokenmill.errors import InvalidInput
-from tokenmill.evaluation.measuring import measure
-from tokenmill.training.export import DROPOUT_FILE, artifact_files, manifest
-from tokenmill.encoding.sandbox import Sandbox
-from tokenmill.training.with_sentencepiece import train_sentencepiece
-from tokenmill.training.spec import resolve_spec
-from tokenmill.encoding.subword_sampling import BpeDropout, Sampling, SamplingOptions, TokenizersSampler, resolve, sampler
 from tests.text import flores_lines
+from tokenmill.encoding.sandbox import Sandbox
+from tokenmill.encoding.subword_sampling import (
+    BpeDropout,
+    Sampling,
+    SamplingOptions,
+    TokenizersSampler,
+    resolve,
+    sampler,
+)
+from tokenmill.errors import InvalidInput
+from tokenmill.evaluation.encoders import version_encoders
+from tokenmill.evaluation.measuring import measure
+from tokenmill.training import with_tokenizers
+from tokenmill.training.export import DROPOUT_FILE, artifact_files, manifest
+from tokenmill.training.spec import resolve_spec
+from tokenmill.training.with_sentencepiece import train_sentencepiece
 
 TRAIN = flores_lines(120)
 PROBE = flores_lines(12, offset=400) + ["Héllo wörld 日本語 <|endoftext|> 1234  x\n\t  ", "", "   ", "ẞ\u0301🙂 a"]

@@ -14,8 +14,16 @@ import pytest
 
 from tests.services import FIXTURES
 from tokenmill.corpora.reading import LineSplitter
+from tokenmill.corpora.text_counts import (
+    ASCII_SPACES,
+    LEAD2,
+    LEADS3,
+    MULTIBYTE_SPACES,
+    SCRATCH_BYTES,
+    TextCounts,
+    count_block,
+)
 from tokenmill.errors import InvalidCorpus
-from tokenmill.corpora.text_counts import ASCII_SPACES, LEAD2, LEADS3, MULTIBYTE_SPACES, SCRATCH_BYTES, TextCounts, count_block
 
 SPACES = [chr(code) for code in range(sys.maxunicode + 1) if chr(code).isspace()]
 # Characters that share lead bytes (C2, E1, E2, E3) and even second bytes with the spaces, but are not space.

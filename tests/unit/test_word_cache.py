@@ -12,8 +12,8 @@ from tests.combinations import TORTURE
 from tests.text import flores_lines
 from tokenmill.evaluation import word_cache
 from tokenmill.evaluation.encoders import SentencePieceEncoder
-from tokenmill.training.with_sentencepiece import train_sentencepiece
 from tokenmill.training.spec import resolve_spec
+from tokenmill.training.with_sentencepiece import train_sentencepiece
 
 ODD_LINES = TORTURE + [
     "", " ", "  ", "a", " a", "a ", "a  b", "   three   spaces   ", "\u2581literal\u2581meta\u2581 symbol ▁ ▁▁",
@@ -44,7 +44,7 @@ def encoders(model_bytes: bytes) -> tuple[SentencePieceEncoder, SentencePieceEnc
 
 def test_a_word_at_a_time_gives_sentencepiece_ids(either):
     direct, cached = encoders(either)
-    assert word_cache.applies(model_pb2.ModelProto.FromString(either)) and cached.engine == "sentencepiece+word cache"
+    assert word_cache.applies(model_pb2.ModelProto.FromString(either)) and cached.encoded_by == "sentencepiece+word cache"
     held_out = flores_lines(300, offset=500, languages=LANGUAGES)
     # Long lines: a Unigram line's score before a word grows with them, and float32 rounding
     # with it, until the rule sends the line to sentencepiece.

@@ -10,13 +10,13 @@ from tokenmill.corpora.words import (
     NO_SPACE_SCRIPTS,
     PER_CHARACTER,
     WHITESPACE,
+    code_points,
     contains_no_space_script,
     count_words,
     scan_words,
     word_rule,
     word_spans,
 )
-from tokenmill.corpora.words import code_points
 
 
 def words_of(text: str) -> list[str]:

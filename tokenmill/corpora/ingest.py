@@ -23,11 +23,11 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora.reading import FORMATS, LineSplitter, decompressed, document_of
+from tokenmill.corpora.text_counts import TextCounts
 from tokenmill.db import transaction
 from tokenmill.errors import InvalidCorpus, InvalidInput, TooLarge
 from tokenmill.models import Corpus, Team
 from tokenmill.store import ObjectStore
-from tokenmill.corpora.text_counts import TextCounts
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from sqlalchemy import or_, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora.reading import corpus_documents
-from tokenmill.db import rowcount, transaction, utcnow
-from tokenmill.work.lifecycle import Heartbeat, WorkLimits
-from tokenmill.models import Corpus
 from tokenmill.corpora.statistics import CorpusStatistics
+from tokenmill.db import rowcount, transaction, utcnow
+from tokenmill.models import Corpus
 from tokenmill.store import ObjectStore
+from tokenmill.work.lifecycle import Heartbeat, WorkLimits
 
 
 def corpus_statistics(store: ObjectStore, corpus: Corpus) -> dict[str, Any]:

@@ -32,13 +32,16 @@ import sentencepiece
 import tiktoken
 from tokenizers import Encoding, Tokenizer
 
-from tokenmill.evaluation.references import load_reference
-from tokenmill.settings import get_settings
-from tokenmill.evaluation.spelling import Spelling, WordPieceSpelling, byte_length_spans, utf8_widths
-from tokenmill.evaluation.unigram import ModelProto, model_proto
-from tokenmill.evaluation.word_cache import applies as word_cache_applies, word_cache
 from tokenmill.corpora.words import code_points
-from tokenmill.training.tiktoken_format import encoding as tiktoken_encoding, parse_rank_file
+from tokenmill.evaluation.references import load_reference
+from tokenmill.evaluation.spelling import Spelling, WordPieceSpelling, byte_length_spans, utf8_widths
+from tokenmill.evaluation.word_cache import applies as word_cache_applies
+from tokenmill.evaluation.word_cache import word_cache
+from tokenmill.settings import get_settings
+from tokenmill.training import sentencepiece_model
+from tokenmill.training.sentencepiece_model import ModelProto
+from tokenmill.training.tiktoken_format import encoding as tiktoken_encoding
+from tokenmill.training.tiktoken_format import parse_rank_file
 
 Spans = list[tuple[int, int]]
 
@@ -132,14 +135,14 @@ class EncodedBatch:
 class Encoder:
     """What the metrics need to know about a tokenizer, and how to run it.
 
-    An engine gives ids (`encode`, and flat in `_ids`) and, for any lines, ids, spans and
+    An encoder gives ids (`encode`, and flat in `_ids`) and, for any lines, ids, spans and
     round trips the slow and sure way (`_exact`). Where its ids spell their input
     (`spelling`), `encode_batch` takes spans and round trips from the spelling instead, and
     only the lines it does not prove go the exact way.
     """
 
     name: str
-    engine: str
+    encoded_by: str  # what runs it: tokenizers, sentencepiece (+word cache) or tiktoken; in its metrics
     vocab_size: int
     unk_id: int | None = None
     byte_fallback_ids: frozenset[int] = field(default_factory=frozenset)
@@ -351,7 +354,7 @@ class SentencePieceEncoder(Encoder):
                          self.processor.unk_id(), byte_ids, {"sentencepiece": model, "cache_words": cache_words},
                          Spelling.of(pieces, dummy_prefix=True))
         self.threads = threads
-        self.words = (word_cache(model_proto(model), self._direct, pieces, byte_ids)
+        self.words = (word_cache(sentencepiece_model.parse(model), self._direct, pieces, byte_ids)
                       if cache_words else None)
 
     @staticmethod
@@ -462,7 +465,7 @@ def version_encoders(name: str, files: dict[str, bytes], manifest: dict[str, Any
     """The encoder of a version's own library and, where one applies, a faster one to prove on
     each corpus: tiktoken on its rank file, or sentencepiece a word at a time."""
     model = files.get("tokenizer.model")
-    if model is not None and SentencePieceEncoder.exact_spans(proto := model_proto(model)):
+    if model is not None and SentencePieceEncoder.exact_spans(proto := sentencepiece_model.parse(model)):
         fast = SentencePieceEncoder(name, model, cache_words=True) if word_cache_applies(proto) else None
         return SentencePieceEncoder(name, model), fast
     slow = TokenizersEncoder(name, Tokenizer.from_str(files["tokenizer.json"].decode()))

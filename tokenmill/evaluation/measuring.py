@@ -27,13 +27,24 @@ from tokenizers import Tokenizer
 
 from tokenmill.corpora.reading import corpus_documents
 from tokenmill.db import transaction
-from tokenmill.evaluation.encoders import (EncodedBatch, Encoder, TiktokenEncoder, TokenizersEncoder, ahead_pool, encoding_threads,
-                                 evaluation_threads, proven_encoder, reference_encoder, version_encoders)
+from tokenmill.evaluation.encoders import (
+    EncodedBatch,
+    Encoder,
+    TiktokenEncoder,
+    TokenizersEncoder,
+    ahead_pool,
+    encoding_threads,
+    evaluation_threads,
+    proven_encoder,
+    reference_encoder,
+    version_encoders,
+)
 from tokenmill.evaluation.metrics import MetricsAccumulator
-from tokenmill.models import Corpus, Evaluation
 from tokenmill.evaluation.references import REFERENCE_NAMES
+from tokenmill.models import Corpus, Evaluation
 from tokenmill.store import ObjectStore
-from tokenmill.training.tiktoken_format import encoding as tiktoken_encoding, parse_rank_file
+from tokenmill.training.tiktoken_format import encoding as tiktoken_encoding
+from tokenmill.training.tiktoken_format import parse_rank_file
 
 BATCH_LINES = 1024
 PROOF_LINES = 2000  # lines on which tiktoken's ids must equal tokenizers' before it is trusted
@@ -53,7 +64,7 @@ def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
 
 
 def measure(encoder: Encoder, documents: Iterable[str], max_bytes: int | None = None) -> dict[str, Any]:
-    """The §6 metrics of an encoder on documents (about max_bytes characters of them at most), plus the engine used."""
+    """The §6 metrics of an encoder on documents (about max_bytes characters of them at most), plus what encoded it."""
     batches = _capped(documents, max_bytes)
     processes = SHARD_PROCESSES or evaluation_threads()
     if encoder.recipe is not None and processes > 1:
@@ -73,7 +84,7 @@ def _measure_here(encoder: Encoder, batches: Iterator[list[str]]) -> dict[str, A
     encoder.begin()
     for batch, encoded in _encoded_ahead(encoder, batches):
         accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, encoded.roundtrips)
-    return {**accumulator.result(), "engine": encoder.engine}
+    return {**accumulator.result(), "encoded_by": encoder.encoded_by}
 
 
 def _capped(documents: Iterable[str], max_chars: int | None) -> Iterator[list[str]]:

@@ -18,11 +18,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-
 from numba import njit
 
-from tokenmill.evaluation.token_counts import pack_counts
 from tokenmill.corpora.words import code_points, line_lengths, scan_words, word_rule
+from tokenmill.evaluation.token_counts import pack_counts
 
 #: The order of the Rényi entropy, as Zouhar et al. (2023) recommend for efficiency.
 RENYI_ALPHA = 2.5

@@ -11,15 +11,15 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora.reading import corpus_documents
+from tokenmill.corpora.rows import existing_corpora
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.evaluation.encoders import encoding_threads, reference_encoder
 from tokenmill.evaluation.measuring import evaluate_version, evaluation_row, measure
-from tokenmill.corpora.rows import existing_corpora
-from tokenmill.work.lifecycle import Claim, WorkLimits, claim, fail, held, run_claimed
-from tokenmill.models import Corpus, EvaluationRun, Status, TokenizerVersion
 from tokenmill.evaluation.reports import has_version_curve
+from tokenmill.models import Corpus, EvaluationRun, Status, TokenizerVersion
 from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import version_files
+from tokenmill.work.lifecycle import Claim, WorkLimits, claim, fail, held, run_claimed
 
 
 def run_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID,

@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tokenmill.models import Corpus, Evaluation, Team, TokenizerVersion
 from tokenmill.evaluation.references import REFERENCE_NAMES
+from tokenmill.models import Corpus, Evaluation, Team, TokenizerVersion
 
 ENGLISH = ("eng_Latn", "en", "eng", "en_US", "en_GB", "English", "english")
 
@@ -79,6 +79,8 @@ def premiums(pairs: list[tuple[Evaluation, Corpus]]) -> dict[tuple[Subject, uuid
 
 def evaluation_out(evaluation: Evaluation, corpus: Corpus, premium_value: float | None) -> dict[str, Any]:
     metrics = dict(evaluation.metrics)
+    if "engine" in metrics:  # evaluations measured before the key was renamed
+        metrics["encoded_by"] = metrics.pop("engine")
     if premium_value is not None:
         metrics["premium"] = premium_value
     return {

@@ -3,7 +3,7 @@
 The API side: submit, read. Queued like training, and ending the same ways
 (tokenmill/work/lifecycle.py): the API commits a run, a worker claims it (pipeline.py) and
 writes one `Evaluation` row per corpus, tagged with the run, in one transaction with its
-success. Nothing here imports the evaluation engine.
+success. Nothing here imports the evaluation kernels.
 """
 
 import uuid
@@ -12,13 +12,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tokenmill.errors import InvalidInput, NotFound
 from tokenmill.corpora.rows import corpus_ids_or_all
-from tokenmill.models import Corpus, Evaluation, EvaluationRun, Team
+from tokenmill.errors import InvalidInput, NotFound
 from tokenmill.evaluation.references import REFERENCE_NAMES
 from tokenmill.evaluation.reports import evaluation_out, premiums, subject_of
+from tokenmill.models import Corpus, Evaluation, EvaluationRun, Team
 from tokenmill.versions.registry import get_version
-
 
 
 def submit_run(session: Session, team: Team, tokenizer: str | None, version: str | int | None,

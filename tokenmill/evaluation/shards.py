@@ -22,10 +22,15 @@ from typing import Any, BinaryIO, cast
 
 from tokenizers import Tokenizer
 
-from tokenmill.evaluation.encoders import (Encoder, Recipe, SentencePieceEncoder, TokenizersEncoder, rank_file_encoder,
-                                reference_encoder)
+from tokenmill.evaluation.encoders import (
+    Encoder,
+    Recipe,
+    SentencePieceEncoder,
+    TokenizersEncoder,
+    rank_file_encoder,
+    reference_encoder,
+)
 from tokenmill.evaluation.metrics import MetricsAccumulator
-
 
 _POOL: list[subprocess.Popen[bytes]] = []  # worker processes kept between measurements
 _POOL_LOCK = threading.Lock()
@@ -97,7 +102,7 @@ def measure_in_processes(encoder: Encoder, batches: Iterator[list[str]], process
     total = parts[0]
     for part in parts[1:]:
         total.merge(part)
-    return {**total.result(), "engine": encoder.engine}
+    return {**total.result(), "encoded_by": encoder.encoded_by}
 
 
 def _feed(workers: list[subprocess.Popen[bytes]], batches: Iterator[list[str]]) -> None:

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-
 from numba import njit
 
 from tokenmill.corpora.words import code_points, line_lengths, utf8_lines

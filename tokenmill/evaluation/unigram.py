@@ -14,60 +14,18 @@ Deliberately not handled: models with user-defined pieces (sentencepiece's bonus
 has changed between releases), sampling and n-best output.
 """
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
 
 import numpy as np
 from numba import njit
-from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-# sentencepiece's generated protobuf module makes its classes at import time, out of mypy's
-# sight: what is read of a model is typed by the protocols below.
-_Piece = model_pb2.ModelProto.SentencePiece  # type: ignore[attr-defined]
-NORMAL, USER_DEFINED, BYTE = int(_Piece.NORMAL), int(_Piece.USER_DEFINED), int(_Piece.BYTE)
-UNIGRAM, BPE = int(model_pb2.TrainerSpec.UNIGRAM), int(model_pb2.TrainerSpec.BPE)  # type: ignore[attr-defined]
+from tokenmill.training.sentencepiece_model import BYTE, NORMAL, UNIGRAM, USER_DEFINED, ModelProto
+
 UNKNOWN_PENALTY = np.float32(10.0)
 UNIT_ROUNDOFF = 2.0 ** -24  # of float32
 # How far beyond the worst case of float32 rounding a margin must reach to be sure.
 SAFETY = 4.0
 MAX_WORD = 256  # bytes: longer words (unspaced scripts) are left to sentencepiece
-
-
-class SentencePiece(Protocol):
-    """A piece of a sentencepiece model."""
-
-    piece: str
-    score: float
-    type: int
-
-
-class TrainerSpec(Protocol):
-    """How a sentencepiece model was trained."""
-
-    model_type: int
-    byte_fallback: bool
-
-
-class NormalizerSpec(Protocol):
-    """How a sentencepiece model normalizes its input."""
-
-    name: str
-    add_dummy_prefix: bool
-    remove_extra_whitespaces: bool
-
-
-class ModelProto(Protocol):
-    """A sentencepiece model (sentencepiece_model_pb2.ModelProto), as far as it is read here."""
-
-    pieces: Sequence[SentencePiece]
-    trainer_spec: TrainerSpec
-    normalizer_spec: NormalizerSpec
-
-
-def model_proto(model: bytes) -> ModelProto:
-    """A serialized sentencepiece model (tokenizer.model), parsed."""
-    return cast(ModelProto, model_pb2.ModelProto.FromString(model))  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

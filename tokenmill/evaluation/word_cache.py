@@ -35,8 +35,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from tokenmill.evaluation.unigram import BPE, ModelProto, Pieces, segment_words
 from tokenmill.corpora.words import utf8_lines
+from tokenmill.evaluation.unigram import Pieces, segment_words
+from tokenmill.training.sentencepiece_model import BPE, ModelProto
 
 MAX_WORDS = 1 << 20
 MAX_KEY_BYTES = 32 << 20

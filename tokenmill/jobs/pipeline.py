@@ -23,18 +23,18 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from tokenmill.training.counted import Counting, Helpers
+from tokenmill.corpora.rows import existing_corpora
 from tokenmill.db import transaction, utcnow
 from tokenmill.errors import TokenmillError
-from tokenmill.corpora.rows import existing_corpora
-from tokenmill.work.lifecycle import Claim, JobCancelled, WorkLimits, claim, fail, run_claimed
 from tokenmill.models import Corpus, Status, TokenizerVersion, TrainingJob
-from tokenmill.work.progress import PeakMemory, Reporter
-from tokenmill.training.spec import TrainingSpec
 from tokenmill.store import ObjectStore
+from tokenmill.training.counted import Counting, Helpers
+from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.version_files import TrainedFiles, train_version_files
 from tokenmill.training.with_tokenizers import determinism
 from tokenmill.versions.registry import next_version_number
+from tokenmill.work.lifecycle import Claim, JobCancelled, WorkLimits, claim, fail, run_claimed
+from tokenmill.work.progress import PeakMemory, Reporter
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def _evaluate(factory: sessionmaker[Session], store: ObjectStore, job: TrainingJ
     """The new version's metrics on each evaluation corpus, the references' made where missing."""
     targets = _corpora(factory, job.eval_corpus_ids)
     if not targets:
-        return []  # nothing to measure: the evaluation engine (numba, ~75 MiB) is never imported
+        return []  # nothing to measure: the evaluation kernels (numba, ~75 MiB) are never imported
     from tokenmill.evaluation.measuring import evaluate_version
 
     report("evaluating", 0.85, force=True)

@@ -24,10 +24,10 @@ from itertools import islice
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from tokenmill.models import UNFINISHED, Corpus, TokenizerVersion, TrainingJob
-from tokenmill.training.counted import forget_finished
 from tokenmill.db import transaction, utcnow
+from tokenmill.models import UNFINISHED, Corpus, TokenizerVersion, TrainingJob
 from tokenmill.store import ObjectStore, StoredObject
+from tokenmill.training.counted import forget_finished
 
 log = logging.getLogger(__name__)
 

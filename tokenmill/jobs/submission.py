@@ -17,8 +17,8 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from tokenmill.db import rowcount, utcnow
 from tokenmill.corpora.rows import corpus_ids_or_all, parse_ids, team_corpora
+from tokenmill.db import rowcount, utcnow
 from tokenmill.errors import Conflict, InvalidInput, NotFound
 from tokenmill.models import FINISHED, UNFINISHED, Corpus, Status, Team, TokenizerVersion, TrainingJob
 from tokenmill.pagination import Page, paginate

@@ -22,11 +22,11 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
-from tokenmill.work.lifecycle import WORKER_DIED, Work, stage_of
-from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
 from tokenmill.jobs.pipeline import discard, job_prefix
+from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
 from tokenmill.settings import Settings
 from tokenmill.store import ObjectStore
+from tokenmill.work.lifecycle import WORKER_DIED, Work, stage_of
 
 log = logging.getLogger(__name__)
 

@@ -27,11 +27,21 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from tokenmill.encoding import sandbox
-from tokenmill.playground.bpe_steps import MAX_CHARACTERS, Merge, Pair, PairIndex, Run, Word, check_steps, states, vocabulary
 from tokenmill.corpora.reading import corpus_documents
+from tokenmill.encoding import sandbox
 from tokenmill.errors import InvalidInput
 from tokenmill.models import Corpus, TokenizerVersion
+from tokenmill.playground.bpe_steps import (
+    MAX_CHARACTERS,
+    Merge,
+    Pair,
+    PairIndex,
+    Run,
+    Word,
+    check_steps,
+    states,
+    vocabulary,
+)
 from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import version_file
 

@@ -8,11 +8,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from tokenmill.playground.bpe_replay import MAX_SAMPLE_LINES, SAMPLE_LINES, version_steps
-from tokenmill.playground.bpe_steps import DEFAULT_CORPUS, END_OF_WORD, MAX_CHARACTERS, MAX_STEPS, MIN_COUNT, TIE_BREAKS, Run, step_through
 from tokenmill.corpora.rows import get_corpus
 from tokenmill.errors import InvalidInput
 from tokenmill.models import Team
+from tokenmill.playground.bpe_replay import MAX_SAMPLE_LINES, SAMPLE_LINES, version_steps
+from tokenmill.playground.bpe_steps import (
+    DEFAULT_CORPUS,
+    END_OF_WORD,
+    MAX_CHARACTERS,
+    MAX_STEPS,
+    MIN_COUNT,
+    TIE_BREAKS,
+    Run,
+    step_through,
+)
 from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import get_version
 

@@ -24,15 +24,15 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from sqlalchemy.orm import Session
 
-from tokenmill.playground.cost_probes import probe
 from tokenmill.errors import TokenmillError
-from tokenmill.models import Corpus, Evaluation, Team, TokenizerVersion
-from tokenmill.playground.encode import encode_with_reference, encode_with_version
 from tokenmill.evaluation.references import REFERENCE_NAMES, load_reference
 from tokenmill.evaluation.reports import Subject, latest_evaluations, pivot_language, premiums, subject_of
+from tokenmill.evaluation.token_counts import CLIP, combined_counts
+from tokenmill.models import Corpus, Evaluation, Team, TokenizerVersion
+from tokenmill.playground.cost_probes import probe
+from tokenmill.playground.encode import encode_with_reference, encode_with_version
 from tokenmill.store import ObjectStore
 from tokenmill.training.tiktoken_format import BYTE_DECODER
-from tokenmill.evaluation.token_counts import CLIP, combined_counts
 from tokenmill.versions.diff import readable_token
 from tokenmill.versions.registry import load_tokenizer, version_file
 
@@ -248,7 +248,7 @@ def is_base_token(token: str, byte_level: bool) -> bool:
 
 @lru_cache(maxsize=None)
 def reference_vocabulary(name: str) -> Vocabulary:
-    """GPT-2's, cl100k's or o200k's ranks, from tiktoken alone (the evaluation engine stays out of
+    """GPT-2's, cl100k's or o200k's ranks, from tiktoken alone (the evaluation kernels stay out of
     the API process): special tokens and unused ranks apart, single bytes as the base."""
     enc = load_reference(name)
     lengths = np.full(enc.n_vocab, -1, dtype=np.int64)

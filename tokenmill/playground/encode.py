@@ -15,11 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 from tokenmill.encoding import sandbox
-from tokenmill.errors import InvalidInput, TokenmillError
-from tokenmill.models import TokenizerVersion
-from tokenmill.evaluation.references import REFERENCE_NAMES, load_reference
-from tokenmill.store import ObjectStore
 from tokenmill.encoding.subword_sampling import SamplingOptions, resolve
+from tokenmill.errors import InvalidInput, TokenmillError
+from tokenmill.evaluation.references import REFERENCE_NAMES, load_reference
+from tokenmill.models import TokenizerVersion
+from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import version_file
 
 MAX_TEXT = 100_000
@@ -81,7 +81,7 @@ def encode_with_reference(name: str, text: str) -> dict[str, Any]:
     text = _check(text)
     if name not in REFERENCE_NAMES:
         raise InvalidInput(f"unknown reference {name!r}: use one of {', '.join(REFERENCE_NAMES)}", field="reference")
-    encoding = load_reference(name)  # tiktoken alone: the evaluation engine stays out of the API process
+    encoding = load_reference(name)  # tiktoken alone: the evaluation kernels stay out of the API process
     ids = encoding.encode_ordinary(text)
     pieces = [encoding.decode_single_token_bytes(i) for i in ids]
     tokens = [piece.decode("utf-8", "replace") for piece in pieces]

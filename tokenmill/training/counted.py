@@ -34,15 +34,15 @@ from sqlalchemy import delete, exists, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 from tokenizers import Tokenizer
 
-from tokenmill.training import piece_counts
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.errors import InvalidCorpus
-from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail
-from tokenmill.models import CountPart, Corpus, Status, TrainingJob
-from tokenmill.work.progress import Report
+from tokenmill.models import Corpus, CountPart, Status, TrainingJob
 from tokenmill.settings import COUNT_PART_BYTES
-from tokenmill.training.spec import BYTE_ALPHABET, TrainingSpec
 from tokenmill.store import ObjectStore
+from tokenmill.training import piece_counts
+from tokenmill.training.spec import BYTE_ALPHABET, TrainingSpec
+from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail
+from tokenmill.work.progress import Report
 
 log = logging.getLogger(__name__)
 

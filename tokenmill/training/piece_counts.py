@@ -23,8 +23,8 @@ import regex
 
 from tokenmill.corpora.reading import document_of, iter_lines
 from tokenmill.models import Corpus
-from tokenmill.training.spec import TrainingSpec
 from tokenmill.store import ObjectStore
+from tokenmill.training.spec import TrainingSpec
 
 RECORD = struct.Struct("<IQ")  # piece length in bytes, count
 Split = Callable[[str], list[str]]

@@ -12,8 +12,9 @@ import regex
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from tokenmill.encoding.subword_sampling import SamplingDefaults
+from tokenmill.encoding.subword_sampling import refusal as sampling_refusal
 from tokenmill.errors import InvalidInput
-from tokenmill.encoding.subword_sampling import SamplingDefaults, refusal as sampling_refusal
 
 Algorithm = Literal["bpe", "wordpiece", "unigram"]
 # rustbpe: byte-level BPE only, about twice as fast as tokenizers at half its memory (BENCHMARKS.md).

@@ -5,23 +5,23 @@ trains, and exports; the job pipeline does the rest (store, register, clean up).
 """
 
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain, islice
 from dataclasses import dataclass
+from itertools import chain, islice
 from typing import Any
 
 from tokenizers import Tokenizer
 
-from tokenmill.training import with_tokenizers
 from tokenmill.corpora.reading import corpus_documents
+from tokenmill.models import Corpus
+from tokenmill.store import ObjectStore
+from tokenmill.training import with_tokenizers
 from tokenmill.training.counted import Counting, train_counted
 from tokenmill.training.export import artifact_files, manifest, sha256
-from tokenmill.models import Corpus
-from tokenmill.work.progress import Report, tracked
-from tokenmill.training.with_rustbpe import train_rustbpe
 from tokenmill.training.sampling import reservoir_sample
-from tokenmill.training.with_sentencepiece import train_sentencepiece
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.store import ObjectStore
+from tokenmill.training.with_rustbpe import train_rustbpe
+from tokenmill.training.with_sentencepiece import train_sentencepiece
+from tokenmill.work.progress import Report, tracked
 
 
 @dataclass

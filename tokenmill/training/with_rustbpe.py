@@ -34,19 +34,19 @@ interpreter, fed the texts through a pipe a batch at a time), while this process
 """
 
 import struct
-from array import array
-from itertools import accumulate
 import subprocess
 import sys
 import tempfile
+from array import array
 from collections.abc import Iterable, Iterator
+from itertools import accumulate
 from typing import IO
 
 import rustbpe
 from tokenizers import Tokenizer, models
 
-from tokenmill.training import with_tokenizers
 from tokenmill.errors import InvalidCorpus
+from tokenmill.training import with_tokenizers
 from tokenmill.training.spec import BYTE_ALPHABET, TrainingSpec
 from tokenmill.training.tiktoken_format import BYTE_DECODER
 

@@ -38,55 +38,26 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import sentencepiece
-from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers
 
+from tokenmill.training import sentencepiece_model
+from tokenmill.training.sentencepiece_model import CONTROL, NORMAL, UNIGRAM, UNKNOWN, USER_DEFINED, ModelProto
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.with_tokenizers import METASPACE, metaspace_decoder
 
 Progress = Callable[[float], None]
-# protobuf builds the message classes when the module is imported, and no stubs declare them:
-# mypy sees none (the Protocols below say what is read of a ModelProto).
-Piece = model_pb2.ModelProto.SentencePiece  # type: ignore[attr-defined]
-UNIGRAM = model_pb2.TrainerSpec.UNIGRAM  # type: ignore[attr-defined]
-
 ROLE_TOKENS = {"<unk>": "unk", "<s>": "bos", "</s>": "eos", "<pad>": "pad"}
 # The model depends on the thread count (unigram and bpe alike): it is fixed, not a setting.
 NUM_THREADS = 2
 # sentencepiece silently skips sentences longer than this (default 4192 bytes); documents
 # are sentences here, so allow long ones.
 MAX_SENTENCE_BYTES = 1 << 20
-
-
-class _Piece(Protocol):
-    piece: str
-    score: float
-    type: int
-
-
-class _TrainerSpec(Protocol):
-    model_type: int
-    unk_id: int
-    unk_piece: str
-    byte_fallback: bool
-
-
-class _NormalizerSpec(Protocol):
-    precompiled_charsmap: bytes
-
-
-class ModelProto(Protocol):
-    """What is read here of sentencepiece's ModelProto."""
-
-    pieces: Sequence[_Piece]
-    trainer_spec: _TrainerSpec
-    normalizer_spec: _NormalizerSpec
 
 
 @dataclass
@@ -157,7 +128,7 @@ def train_sentencepiece(spec: TrainingSpec, texts: Iterable[str], progress: Prog
         raise log.failure
     if progress:
         progress(1.0)
-    proto: ModelProto = model_pb2.ModelProto.FromString(model)  # type: ignore[attr-defined]  # as for Piece
+    proto = sentencepiece_model.parse(model)
     return SentencePieceResult(model=model, vocab=vocab_file(proto), tokenizer_json=tokenizer_json(proto),
                                vocab_size=len(proto.pieces))
 
@@ -208,7 +179,7 @@ def vocab_file(proto: ModelProto) -> bytes:
 def tokenizer_json(proto: ModelProto) -> str:
     """The model as a `tokenizers` tokenizer.json: same pieces, ids, byte fallback and decoding."""
     tokenizer = Tokenizer(_model(proto))
-    specials = [piece.piece for piece in proto.pieces if piece.type in (Piece.UNKNOWN, Piece.CONTROL, Piece.USER_DEFINED)]
+    specials = [piece.piece for piece in proto.pieces if piece.type in (UNKNOWN, CONTROL, USER_DEFINED)]
     tokenizer.normalizer = _normalizer(proto, specials)
     tokenizer.pre_tokenizer = _pre_tokenizer(proto)
     tokenizer.decoder = metaspace_decoder(byte_fallback=True)
@@ -263,7 +234,7 @@ def bpe_merges(proto: ModelProto) -> list[tuple[str, str]]:
     merges rank by its score. Only normal pieces take part: byte, control and user-defined
     pieces are never merged into anything by sentencepiece.
     """
-    normal = {piece.piece: piece.score for piece in proto.pieces if piece.type == Piece.NORMAL}
+    normal = {piece.piece: piece.score for piece in proto.pieces if piece.type == NORMAL}
     merges = []
     for piece, score in normal.items():
         for cut in range(1, len(piece)):

@@ -14,7 +14,6 @@ changes of tokens both vocabularies hold.
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-
 from tokenmill.models import TokenizerVersion
 from tokenmill.store import ObjectStore
 from tokenmill.training.tiktoken_format import BYTE_DECODER

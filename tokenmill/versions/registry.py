@@ -13,7 +13,6 @@ from tokenmill.models import Team, TokenizerVersion
 from tokenmill.pagination import Page, paginate
 from tokenmill.store import ObjectStore
 
-
 MAX_VERSION = 2**31 - 1  # the column is a 32-bit integer
 
 

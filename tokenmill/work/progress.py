@@ -11,8 +11,8 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import rowcount, transaction, utcnow
-from tokenmill.work.lifecycle import JobCancelled, held, rss
 from tokenmill.models import TrainingJob
+from tokenmill.work.lifecycle import JobCancelled, held, rss
 
 
 class Report(Protocol):

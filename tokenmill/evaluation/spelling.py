@@ -25,6 +25,7 @@ import numpy as np
 from numba import njit
 
 from tokenmill.corpora.words import code_points, line_lengths, utf8_lines
+from tokenmill.evaluation.utf8 import SEQUENCE_BYTES
 
 NO_BYTES = -1  # the length of an id that stands for no fixed text (unknown, control, special)
 
@@ -74,7 +75,7 @@ def _spell_bytes(data: np.ndarray, line_chars: np.ndarray, flat: np.ndarray, cou
     for line in range(len(counts)):
         line_end = line_start
         for _ in range(line_chars[line]):
-            line_end += _utf8_width(data[line_end])
+            line_end += SEQUENCE_BYTES[data[line_end]]
         position, chars, good = line_start, 0, True  # chars: characters begun before position
         for token in range(first_token, first_token + counts[line]):
             token_id = flat[token]
@@ -108,12 +109,6 @@ def _spell_bytes(data: np.ndarray, line_chars: np.ndarray, flat: np.ndarray, cou
         first_token += counts[line]
         line_start = line_end
     return spelled, spans
-
-
-@njit(cache=True, nogil=True)
-def _utf8_width(lead: int) -> int:
-    """How many bytes the UTF-8 sequence starting with this byte takes."""
-    return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
 
 
 def _layout(pieces: Sequence[bytes | str | None]) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from tokenmill.evaluation.utf8 import SEQUENCE_BYTES
 from tokenmill.training.sentencepiece_model import BYTE, NORMAL, UNIGRAM, USER_DEFINED, ModelProto
 
 UNKNOWN_PENALTY = np.float32(10.0)
@@ -188,7 +189,7 @@ def best_path(data: np.ndarray, units: np.ndarray, scores: np.ndarray, unknown_s
     best[0] = 0.0
     start = 0
     while start < size:
-        width = _width(data[start])
+        width = SEQUENCE_BYTES[data[start]]
         before, runner_up = best[start], second[start]
         single = False  # a piece of exactly this character
         node, end, walking = 0, start, True
@@ -235,11 +236,6 @@ def best_path(data: np.ndarray, units: np.ndarray, scores: np.ndarray, unknown_s
             out[at + written] = from_piece[end]
         end = start
     return count, best[size], best[size] - second[size]
-
-
-@njit(cache=True, nogil=True)
-def _width(lead: int) -> int:
-    return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
 
 
 def segment_words(keys: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pieces: Pieces, ids: np.ndarray,

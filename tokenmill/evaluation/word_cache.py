@@ -37,6 +37,7 @@ from numba import njit
 
 from tokenmill.corpora.words import utf8_lines
 from tokenmill.evaluation.unigram import Pieces, segment_words
+from tokenmill.evaluation.utf8 import SEQUENCE_BYTES
 from tokenmill.training.sentencepiece_model import BPE, ModelProto
 
 MAX_WORDS = 1 << 20
@@ -261,8 +262,7 @@ def _split(data: np.ndarray, line_chars: np.ndarray) -> tuple[np.ndarray, np.nda
     for line in range(len(line_chars)):
         line_end = position
         for _ in range(line_chars[line]):
-            lead = data[line_end]
-            line_end += 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+            line_end += SEQUENCE_BYTES[data[line_end]]
         if line_end == position:
             continue
         first = words

@@ -18,8 +18,13 @@ from tokenmill.store import ObjectStore
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    """A session per request: committed if the route returns, rolled back if it raises."""
+    """A session per request: committed if the route returns, rolled back if it raises.
+
+    A dashboard route's errors become pages inside the route (service.web.render.WebRoute), so
+    they never reach this dependency; it keeps the session on `request.state` for WebRoute to
+    roll back before the page is answered (the commit here then commits nothing)."""
     session = request.app.state.sessionmaker()
+    request.state.session = session
     try:
         yield session
         session.commit()

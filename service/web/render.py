@@ -4,8 +4,10 @@ Dashboard routes use `WebRoute`: a domain error (another team's id, a bad value)
 HTML page with its status, or problem+json when the page's script asked for JSON; a
 missing session becomes a redirect to /signin. The /v1 API keeps its own handlers.
 
-Errors caught here never reach the session dependency, which then commits: routes that
-write catch their expected errors themselves and roll back (see corpora.py, jobs.py).
+Errors caught here never reach the session dependency (service.deps.get_session), which
+then commits: so every error page first rolls back the request's session, here, in one
+place. A route that catches an expected error itself to answer with its form again rolls
+back before it reads for the form (jobs.py).
 """
 
 import json
@@ -120,18 +122,35 @@ class WebRoute(APIRoute):
         async def handle(request: Request) -> Response:
             try:
                 return await handler(request)
-            except SignInRequired:
-                return _signin_redirect(request)
-            except CsrfRejected:
-                return _failure(request, 403, "Forbidden", "The form was missing its security token or it has expired: "
-                                "reload the page and try again.")
-            except RequestValidationError as exc:
-                if any(error["loc"][:1] == ("path",) for error in exc.errors()):
-                    return _failure(request, 404, "Not found", f"Nothing lives at {request.url.path}.")
-                return _failure(request, 400, "Bad request", "; ".join(str(e["msg"]) for e in exc.errors()))
-            except TokenmillError as exc:
-                if wants_json(request):
-                    return domain_problem(request, exc)
-                return error_page(request, exc.status, exc.title, exc.detail)
+            except BaseException as exc:
+                _roll_back(request)
+                if (page := _page_for(request, exc)) is None:
+                    raise
+                return page
 
         return handle
+
+
+def _page_for(request: Request, exc: BaseException) -> Response | None:
+    """What a dashboard answers for an error, or None for an error it does not expect (a 500)."""
+    if isinstance(exc, SignInRequired):
+        return _signin_redirect(request)
+    if isinstance(exc, CsrfRejected):
+        return _failure(request, 403, "Forbidden", "The form was missing its security token or it has expired: "
+                        "reload the page and try again.")
+    if isinstance(exc, RequestValidationError):
+        if any(error["loc"][:1] == ("path",) for error in exc.errors()):
+            return _failure(request, 404, "Not found", f"Nothing lives at {request.url.path}.")
+        return _failure(request, 400, "Bad request", "; ".join(str(e["msg"]) for e in exc.errors()))
+    if isinstance(exc, TokenmillError):
+        if wants_json(request):
+            return domain_problem(request, exc)
+        return error_page(request, exc.status, exc.title, exc.detail)
+    return None
+
+
+def _roll_back(request: Request) -> None:
+    """Undo what the failed route wrote in the request's session (see service.deps.get_session)."""
+    session = getattr(request.state, "session", None)
+    if session is not None:
+        session.rollback()

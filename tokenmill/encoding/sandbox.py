@@ -103,10 +103,7 @@ class _Miss(Exception):
 def _encode(cache: _Cache, key: str, text: str) -> Encoded:
     from tokenizers import Tokenizer
 
-    if key not in cache:
-        raise _Miss(key)
-    cache.move_to_end(key)
-    tokenizer = cache[key]
+    tokenizer = _cached(cache, key)
     assert isinstance(tokenizer, Tokenizer)  # a sampler's key is never an encode's
     encoding = tokenizer.encode(text, add_special_tokens=False)
     return encoding.ids, encoding.tokens, encoding.offsets
@@ -117,18 +114,13 @@ def _load(cache: _Cache, key: str, tokenizer_json: str) -> None:
 
     tokenizer = Tokenizer.from_str(tokenizer_json)
     tokenizer.encode_special_tokens = True  # special-token text in a text encodes as text
-    cache[key] = tokenizer
-    while len(cache) > KEPT:
-        cache.popitem(last=False)
+    _keep(cache, key, tokenizer)
 
 
 def _sample(cache: _Cache, key: str, text: str, sampling: dict[str, Any]) -> Encoded:
     from tokenmill.encoding.subword_sampling import Sampling, TokenizersSampler
 
-    if key not in cache:
-        raise _Miss(key)
-    cache.move_to_end(key)
-    sampler = cache[key]
+    sampler = _cached(cache, key)
     assert isinstance(sampler, TokenizersSampler)  # an encode's key is never a sampler's
     return sampler.encode(text, Sampling(**sampling))
 
@@ -136,7 +128,20 @@ def _sample(cache: _Cache, key: str, text: str, sampling: dict[str, Any]) -> Enc
 def _load_sampler(cache: _Cache, key: str, tokenizer_json: str) -> None:
     from tokenmill.encoding.subword_sampling import sampler
 
-    cache[key] = sampler(tokenizer_json)
+    _keep(cache, key, sampler(tokenizer_json))
+
+
+def _cached(cache: _Cache, key: str) -> "Tokenizer | TokenizersSampler":
+    """The loaded tokenizer or sampler of a key, now the most recently used; _Miss if it is not loaded."""
+    if key not in cache:
+        raise _Miss(key)
+    cache.move_to_end(key)
+    return cache[key]
+
+
+def _keep(cache: _Cache, key: str, loaded: "Tokenizer | TokenizersSampler") -> None:
+    """Keep what was loaded, forgetting the least recently used past KEPT."""
+    cache[key] = loaded
     while len(cache) > KEPT:
         cache.popitem(last=False)
 

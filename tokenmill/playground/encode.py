@@ -44,18 +44,21 @@ def encode_with_version(store: ObjectStore, version: TokenizerVersion, text: str
     text = _check(text)
     pool = sandbox.current()
     owner = str(version.team_id)
-    if sampling is None:
-        entry = version_file(version, "tokenizer.json")
-        ids, tokens, offsets = _bounded(version, pool, "the tokenizer's pre-tokenization regex", lambda: pool.encode(
-            f"{version.id}:{entry['sha256']}", text, lambda: store.get_bytes(entry["key"]).decode(), owner=owner))
-        return {"tokenizer": f"{version.name} v{version.version}", **_summary(text, ids, tokens, offsets)}
-    chosen = resolve(version.spec, sampling)
     entry = version_file(version, "tokenizer.json")
-    ids, tokens, offsets = _bounded(version, pool, "sampling (or the pre-tokenization regex)", lambda: pool.sample(
-        f"sample:{version.id}:{entry['sha256']}", text, chosen.as_dict(), lambda: store.get_bytes(entry["key"]).decode(),
-        owner=owner))
-    return {"tokenizer": f"{version.name} v{version.version}", **_summary(text, ids, tokens, offsets),
-            "sampling": chosen.as_dict()}
+    key = f"{version.id}:{entry['sha256']}"
+
+    def tokenizer_json() -> str:
+        return store.get_bytes(entry["key"]).decode()
+
+    label = {"tokenizer": f"{version.name} v{version.version}"}
+    if sampling is None:
+        ids, tokens, offsets = _bounded(version, pool, "the tokenizer's pre-tokenization regex",
+                                        lambda: pool.encode(key, text, tokenizer_json, owner=owner))
+        return {**label, **_summary(text, ids, tokens, offsets)}
+    chosen = resolve(version.spec, sampling).as_dict()
+    ids, tokens, offsets = _bounded(version, pool, "sampling (or the pre-tokenization regex)",
+                                    lambda: pool.sample(f"sample:{key}", text, chosen, tokenizer_json, owner=owner))
+    return {**label, **_summary(text, ids, tokens, offsets), "sampling": chosen}
 
 
 def _bounded(version: TokenizerVersion, pool: sandbox.Sandbox, what: str, call: Callable[[], Any]) -> Any:

@@ -34,10 +34,10 @@ def _json(data: Any) -> bytes:
     return (json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False) + "\n").encode()
 
 
-def special_tokens_map(spec: TrainingSpec) -> dict[str, str]:
+def special_tokens_map(spec: TrainingSpec) -> dict[str, str | list[str]]:
     """Which special tokens play the roles transformers knows (bos, eos, unk, pad …)."""
     special = list(spec.special_tokens or [])
-    roles: dict[str, str] = {}
+    roles: dict[str, str | list[str]] = {}
     if (unk := unk_token(spec)) is not None:
         roles["unk_token"] = unk
     if spec.algorithm == "wordpiece":
@@ -52,7 +52,7 @@ def special_tokens_map(spec: TrainingSpec) -> dict[str, str]:
         roles.setdefault("eos_token", "<|endoftext|>")
     others = [token for token in special if token not in roles.values()]
     if others:
-        roles["additional_special_tokens"] = others  # type: ignore[assignment]
+        roles["additional_special_tokens"] = others
     return roles
 
 

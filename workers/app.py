@@ -36,7 +36,7 @@ def configure(sender: Celery, **_) -> None:
             "sweep": {"task": "tokenmill.sweep", "schedule": settings.sweep_interval,
                       "options": {"expires": settings.sweep_interval}},
             # Listing the whole store is heavier: ten times less often.
-            "reconcile": {"task": "tokenmill.jobs.reconcile", "schedule": 10 * settings.sweep_interval,
+            "reconcile": {"task": "tokenmill.reconcile", "schedule": 10 * settings.sweep_interval,
                           "options": {"expires": 10 * settings.sweep_interval}},
         },
         worker_hijack_root_logger=False,

@@ -122,7 +122,7 @@ def sweep_jobs() -> dict:
     return sweep(factory, store, senders, settings)
 
 
-@app.task(name="tokenmill.jobs.reconcile", ignore_result=True)
+@app.task(name="tokenmill.reconcile", ignore_result=True)
 def reconcile_store() -> dict:
     factory, store = resources()
     return reconcile(factory, store, get_settings().orphan_grace_seconds)

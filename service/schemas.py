@@ -87,6 +87,11 @@ class JobOut(BaseModel):
         reached = reached_vocab_sizes(session, jobs)
         return [cls.model_validate(job).model_copy(update={"reached_vocab_size": reached.get(job.id)}) for job in jobs]
 
+    @classmethod
+    def one(cls, session: Session, job: TrainingJob) -> "JobOut":
+        """One job as the API shows it (see `of`)."""
+        return cls.of(session, [job])[0]
+
 
 class FileOut(BaseModel):
     name: str

@@ -28,7 +28,7 @@ def create_job(
     session.commit()
     if created:
         queue.send_training(job.id)  # if the broker is away, the job stays queued and the sweeper sends it
-    payload = JobOut.of(session, [job])[0].model_dump(mode="json")  # a replayed key may answer a finished job
+    payload = JobOut.one(session, job).model_dump(mode="json")  # a replayed key may answer a finished job
     return JSONResponse(payload, status_code=202 if created else 200)
 
 
@@ -40,11 +40,11 @@ def read_jobs(session: SessionDep, team: TeamDep, page: PageDep, status: str | N
 
 @router.get("/{job_id}", response_model=JobOut)
 def read_job(session: SessionDep, team: TeamDep, job_id: uuid.UUID):
-    return JobOut.of(session, [get_job(session, team, job_id)])[0]
+    return JobOut.one(session, get_job(session, team, job_id))
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut)
 def cancel(session: SessionDep, team: TeamDep, job_id: uuid.UUID):
     job = cancel_job(session, team, job_id)
     session.commit()
-    return JobOut.of(session, [job])[0]
+    return JobOut.one(session, job)

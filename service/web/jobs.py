@@ -44,7 +44,7 @@ def jobs_page(request: Request, session: SessionDep, web: WebSessionDep,
 @router.get("/jobs/{job_id}/status")
 def job_status(session: SessionDep, web: WebSessionDep, job_id: uuid.UUID):
     """What the jobs page polls every second while a job is queued or running."""
-    job = JobOut.of(session, [get_job(session, web.team, job_id)])[0]
+    job = JobOut.one(session, get_job(session, web.team, job_id))
     return job.model_dump(mode="json", include={"id", "status", "stage", "progress", "error", "version", "tokenizer"})
 
 

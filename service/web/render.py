@@ -21,6 +21,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 
 from service.problems import domain_problem, problem
 from service.web.auth import CsrfRejected, SignInRequired, WebSession
@@ -123,7 +124,7 @@ class WebRoute(APIRoute):
             try:
                 return await handler(request)
             except BaseException as exc:
-                _roll_back(request)
+                await run_in_threadpool(_roll_back, request)  # a database round trip: off the event loop
                 if (page := _page_for(request, exc)) is None:
                     raise
                 return page

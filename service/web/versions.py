@@ -27,14 +27,7 @@ from service.downloads import bundle_response, file_response
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import Axis, Series, empty_chart, line_chart
 from service.web.render import WebRoute, render, templates
-from tokenmill.encoding.subword_sampling import (
-    DEFAULT_ALPHA,
-    DEFAULT_DROPOUT,
-    DEFAULT_NBEST,
-    MAX_SEED,
-    SamplingOptions,
-    method_of,
-)
+from tokenmill.encoding.subword_sampling import MAX_SEED, SamplingOptions, chosen, method_of
 from tokenmill.errors import Busy, InvalidInput, NotFound, TokenmillError
 from tokenmill.evaluation.references import REFERENCE_NAMES
 from tokenmill.evaluation.reports import version_curve, version_evaluations
@@ -112,9 +105,7 @@ def sampling_controls(row: TokenizerVersion, sample: str | None, given: dict[str
     """What the playground's sampling controls show: the method (None: the version cannot sample), the box,
     and each value as asked, else as the version recorded, else the default."""
     recorded = row.spec.get("sampling") or {}
-    defaults = {"dropout": DEFAULT_DROPOUT, "alpha": DEFAULT_ALPHA, "nbest_size": DEFAULT_NBEST, "seed": 0}
-    values = {name: given.get(name) if given.get(name) is not None else
-              recorded.get(name) if recorded.get(name) is not None else defaults[name] for name in SAMPLING_FIELDS}
+    values = {name: chosen(name, given.get(name), recorded) for name in SAMPLING_FIELDS}
     try:
         next_seed = (int(values["seed"]) + 1) % (MAX_SEED + 1)
     except ValueError:

@@ -222,6 +222,7 @@ def test_the_version_page_shows_the_per_language_tables_of_the_report(app_client
                                   ("cost-continued", report["letters_hidden"]["continued_word_rate"],
                                    lambda v: f"{100 * v:.1f}")):
         table = html.split(f'id="{table_id}"')[1].split("</table>")[0]
+        assert rows and all(row["values"] for row in rows), table_id
         for row in rows:
             cells = table.split(f'<th scope="row">{row["language"]}</th>')[1].split("</tr>")[0]
             for subject, value in row["values"].items():

@@ -73,12 +73,18 @@ def test_a_rustbpe_job_counted_in_parts_makes_the_files_of_its_streamed_run(sess
     assert counted == streamed
 
 
-def _helping(sessionmaker, store, workers: int, started: list):
+def _helping(sessionmaker, store, workers: int, started: list, outcomes: list):
     # Helpers as other workers would run them: threads with their own sessions, sent by the job.
+    # Each thread's outcome (parts counted, or the exception) is kept for the test to read.
+    def helper(job_id, attempt, prefix):
+        try:
+            outcomes.append(count_claimed_parts(sessionmaker, store, job_id, attempt, prefix, WorkLimits()))
+        except Exception as exc:
+            outcomes.append(exc)
+
     def dispatch(job_id, attempt, prefix, count):
         for _ in range(min(count, workers)):
-            thread = threading.Thread(target=count_claimed_parts,
-                                      args=(sessionmaker, store, job_id, attempt, prefix, WorkLimits()))
+            thread = threading.Thread(target=helper, args=(job_id, attempt, prefix))
             thread.start()
             started.append(thread)
     return dispatch
@@ -93,15 +99,17 @@ def test_any_number_of_workers_and_parts_give_the_files_of_one(sessionmaker, sto
     team, corpora = team_and_corpora
     alone = _trained(sessionmaker, store, team, corpora, spec, Helpers(part_bytes=10**9))
     started: list[threading.Thread] = []
+    outcomes: list = []
     helped = _trained(sessionmaker, store, team, corpora, spec,
-                      Helpers(dispatch=_helping(sessionmaker, store, 3, started), count=3, part_bytes=3000))
+                      Helpers(dispatch=_helping(sessionmaker, store, 3, started, outcomes), count=3, part_bytes=3000))
     for thread in started:
         thread.join(30)
     assert len(started) == 3
+    assert all(isinstance(outcome, int) for outcome in outcomes) and len(outcomes) == 3, outcomes
     assert helped == alone
 
 
-def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team_and_corpora, monkeypatch):
+def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team_and_corpora):
     from tokenmill.training import counted
 
     team, corpora = team_and_corpora
@@ -109,13 +117,17 @@ def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team
     expected = _trained(sessionmaker, store, team, corpora, spec, Helpers(part_bytes=10**9))
     # A helper claims part 0 and dies (its row stays 'running', untouched): the coordinator
     # takes it over once it has been silent for `silent_after`.
+    # (The coordinator logs and carries on past a failing dispatch, so the claim is checked after the job.)
+    claims = []
+
     def dispatch(job_id, attempt, prefix, count):
-        assert counted._claim(sessionmaker, job_id, attempt, WorkLimits()) is not None
+        claims.append(counted._claim(sessionmaker, job_id, attempt, WorkLimits()))
 
     limits = WorkLimits(silent_after=1)
     job_id = _job(sessionmaker, team, corpora, spec)
     assert run_training_job(sessionmaker, store, job_id, limits, Helpers(dispatch=dispatch, count=1, part_bytes=8192)) \
         == "succeeded"
+    assert len(claims) == 1 and claims[0] is not None and claims[0][0].part == 0
     assert _files(sessionmaker, store, job_id) == expected
 
 

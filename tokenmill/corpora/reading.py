@@ -234,7 +234,12 @@ def _is_unicode(value: str) -> bool:
 
 def corpus_documents(store: ObjectStore, corpus: "Corpus", max_line_bytes: int | None = None) -> Iterator[str]:
     """The documents of a stored corpus, streamed from the store."""
-    lines = iter_lines(store.iter_chunks(corpus.storage_key), max_line_bytes)
+    return documents_of(store.iter_chunks(corpus.storage_key), corpus, max_line_bytes)
+
+
+def documents_of(chunks: Iterable[bytes], corpus: "Corpus", max_line_bytes: int | None = None) -> Iterator[str]:
+    """The documents in chunks of a corpus's bytes (whole lines), read as its format says."""
+    lines = iter_lines(chunks, max_line_bytes)
     for number, line in enumerate(lines, start=1):
         document = document_of(line, number, corpus.format, corpus.text_field)
         if document is not None:

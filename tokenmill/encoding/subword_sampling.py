@@ -48,6 +48,8 @@ MAX_ALPHA = 10.0
 DEFAULT_DROPOUT = 0.1  # the paper's choice for most languages
 DEFAULT_ALPHA = 0.1
 DEFAULT_NBEST = -1
+# What a sampled encode uses for a value neither the request nor the version gives.
+DEFAULTS: dict[str, Any] = {"dropout": DEFAULT_DROPOUT, "alpha": DEFAULT_ALPHA, "nbest_size": DEFAULT_NBEST, "seed": 0}
 UNKNOWN_PENALTY = 10.0  # tokenizers' and sentencepiece's score of an unknown character: lowest minus this
 
 Encoded = tuple[list[int], list[str], list[tuple[int, int]]]
@@ -136,14 +138,20 @@ def resolve(spec: dict[str, Any], options: SamplingOptions) -> Sampling:
         raise InvalidInput(f"'{why[0]}' {why[1]}", field=why[0])
     recorded = spec.get("sampling") or {}
 
-    def pick(name: str, default: Any) -> Any:
-        given = getattr(options, name)
-        return given if given is not None else recorded.get(name) if recorded.get(name) is not None else default
+    def pick(name: str) -> Any:
+        return chosen(name, getattr(options, name), recorded)
 
-    seed = pick("seed", 0)
+    seed = pick("seed")
     if method_of(spec) == "bpe-dropout":
-        return Sampling("bpe-dropout", seed, dropout=pick("dropout", DEFAULT_DROPOUT))
-    return Sampling("unigram", seed, alpha=pick("alpha", DEFAULT_ALPHA), nbest_size=pick("nbest_size", DEFAULT_NBEST))
+        return Sampling("bpe-dropout", seed, dropout=pick("dropout"))
+    return Sampling("unigram", seed, alpha=pick("alpha"), nbest_size=pick("nbest_size"))
+
+
+def chosen(name: str, given: Any, recorded: dict[str, Any]) -> Any:
+    """One sampling value: given, else the version's recorded default, else ours (DEFAULTS)."""
+    if given is not None:
+        return given
+    return recorded[name] if recorded.get(name) is not None else DEFAULTS[name]
 
 
 # ---- BPE-dropout: our merge loop --------------------------------------------------------------

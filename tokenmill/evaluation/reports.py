@@ -10,6 +10,7 @@ the group is written `name@language`. A version's vocabulary-size curve is read 
 
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import select
@@ -49,10 +50,21 @@ def latest_evaluations(session: Session, team: Team, version_ids: list[uuid.UUID
              .where(Evaluation.team_id == team.id).order_by(Evaluation.created_at))
     if version_ids is not None:
         query = query.where(Evaluation.version_id.in_(version_ids) | Evaluation.reference.in_(references))
+    return _newest(session.execute(query))
+
+
+def _newest(pairs: Iterable[tuple[Evaluation, Corpus]]) -> list[tuple[Evaluation, Corpus]]:
+    """The last of each (subject, corpus) pair's evaluations, from pairs oldest first."""
     newest: dict[tuple[Subject, uuid.UUID], tuple[Evaluation, Corpus]] = {}
-    for evaluation, corpus in session.execute(query):
+    for evaluation, corpus in pairs:
         newest[(subject_of(evaluation), corpus.id)] = (evaluation, corpus)
     return list(newest.values())
+
+
+def _by_corpus(pair: tuple[Evaluation, Corpus]) -> tuple[str, str, str]:
+    """The order reports list corpora in: domain, language, name."""
+    corpus = pair[1]
+    return corpus.domain, corpus.language, corpus.name
 
 
 def premiums(pairs: list[tuple[Evaluation, Corpus]]) -> dict[tuple[Subject, uuid.UUID], float]:
@@ -102,7 +114,7 @@ def version_evaluations(session: Session, team: Team, version: TokenizerVersion)
     pairs = latest_evaluations(session, team, [version.id], references=())
     extra = premiums(pairs)
     subject: Subject = ("version", str(version.id))
-    return [evaluation_out(e, c, extra.get((subject, c.id))) for e, c in sorted(pairs, key=lambda p: (p[1].domain, p[1].language, p[1].name))]
+    return [evaluation_out(e, c, extra.get((subject, c.id))) for e, c in sorted(pairs, key=_by_corpus)]
 
 
 def version_curve(session: Session, team: Team, version: TokenizerVersion) -> list[dict[str, Any]]:
@@ -120,11 +132,9 @@ def version_curve(session: Session, team: Team, version: TokenizerVersion) -> li
         if sample and points:
             corpora = f"{sample['corpora']} corpus" if sample["corpora"] == 1 else f"{sample['corpora']} corpora"
             return [{"label": f"{sample['lines']:,} lines of {corpora}", **sample, "points": points}]
-    newest = {corpus.id: (evaluation, corpus) for evaluation, corpus in rows}
     return [{"label": f"{corpus.name} ({corpus.language})", "corpora": 1, "lines": None,
              "points": evaluation.metrics["vocab_curve"]}
-            for evaluation, corpus in sorted(newest.values(), key=lambda p: (p[1].domain, p[1].language, p[1].name))
-            if evaluation.metrics.get("vocab_curve")]
+            for evaluation, corpus in sorted(_newest(rows), key=_by_corpus) if evaluation.metrics.get("vocab_curve")]
 
 
 def has_version_curve(session: Session, version_id: uuid.UUID) -> bool:

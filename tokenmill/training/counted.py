@@ -36,7 +36,7 @@ from tokenizers import Tokenizer
 
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.errors import InvalidCorpus
-from tokenmill.models import Corpus, CountPart, Status, TrainingJob
+from tokenmill.models import UNFINISHED, Corpus, CountPart, Status, TrainingJob
 from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.store import ObjectStore
 from tokenmill.training import piece_counts
@@ -97,11 +97,9 @@ def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
     result = _learn(spec, counted, report)
     log.info("job %s: learned from the merged counts (this process holds %d MiB)", counting.job_id,
              psutil.Process().memory_info().rss >> 20)
-    _forget(counting.factory, counting.job_id)
-    try:
-        store.delete_prefix(counts_prefix(counting.prefix))
-    except Exception:
-        log.warning("could not delete the counts of job %s now; reconciliation will", counting.job_id, exc_info=True)
+    with transaction(counting.factory) as session:
+        _forget(session, counting.job_id)
+    _drop(store.delete_prefix, counts_prefix(counting.prefix))
     return result
 
 
@@ -111,7 +109,7 @@ def _learn(spec: TrainingSpec, counted: Iterator[tuple[bytes, int]], report: Rep
 
         lines = (f"{piece.decode('utf-8')}\t{seen}" for piece, seen in counted)
         result = train_sentencepiece(spec, lines, lambda done: report("training", 0.5 + 0.3 * done), counted=True)
-        return Tokenizer.from_str(result.tokenizer_json), {"tokenizer.model": result.model, "tokenizer.vocab": result.vocab}
+        return result.tokenizer_and_files()
     from tokenmill.training.merge_learner import learn_merges  # numba: imported by the coordinator only, to learn
     from tokenmill.training.with_rustbpe import to_tokenizer
 
@@ -123,7 +121,7 @@ def _learn(spec: TrainingSpec, counted: Iterator[tuple[bytes, int]], report: Rep
 
 def _plan(counting: Counting, parts: list[piece_counts.Part]) -> None:
     with transaction(counting.factory) as session:
-        session.execute(delete(CountPart).where(CountPart.job_id == counting.job_id))  # earlier attempts' too
+        _forget(session, counting.job_id)  # earlier attempts' parts too
         session.add_all(CountPart(job_id=counting.job_id, attempt=counting.attempt, part=number, corpus_id=part.corpus.id,
                                   start=part.start, end=part.end, status=Status.QUEUED.value, claims=0)
                         for number, part in enumerate(parts))
@@ -173,10 +171,11 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
             if job is None or job.status != Status.RUNNING or job.attempts != attempt:
                 return 0
             spec = TrainingSpec.model_validate(job.spec)
-    split = piece_counts.splitter(spec)
+    split: piece_counts.Split | None = None  # built at the first claim: the coordinator polls here while it waits
     counted = 0
     while (claimed := _claim(factory, job_id, attempt, limits)) is not None:
         row, corpus = claimed
+        split = split or piece_counts.splitter(spec)
         key = f"{counts_prefix(prefix, attempt)}{row.part}-{row.claims}"
         touch = _Toucher(factory, row, alive)
         part = piece_counts.Part(corpus, row.start, row.end)
@@ -186,7 +185,7 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
         if _finish(factory, row, key):
             log.info("counted part %d of job %s (%d bytes)", row.part, job_id, row.end - row.start)
         else:
-            _drop(store, key)  # taken over meanwhile: the latest claim's counts are the ones kept
+            _drop(store.delete, key)  # taken over meanwhile: the latest claim's counts are the ones kept
         counted += 1
     return counted
 
@@ -254,19 +253,19 @@ def _finish(factory: sessionmaker[Session], row: CountPart, key: str) -> bool:
         ).values(status=DONE, counts_key=key, updated_at=utcnow()))) == 1
 
 
-def _drop(store: ObjectStore, key: str) -> None:
+def _drop(delete_with: Callable[[str], object], key: str) -> None:
+    """Delete a spill (or every spill, by prefix) now if the store answers; reconciliation otherwise."""
     try:
-        store.delete(key)
+        delete_with(key)
     except Exception:
         log.warning("could not delete %s now; reconciliation will", key, exc_info=True)
 
 
-def _forget(factory: sessionmaker[Session], job_id: uuid.UUID) -> None:
-    with transaction(factory) as session:
-        session.execute(delete(CountPart).where(CountPart.job_id == job_id))
+def _forget(session: Session, job_id: uuid.UUID) -> None:
+    session.execute(delete(CountPart).where(CountPart.job_id == job_id))
 
 
 def forget_finished(session: Session) -> int:
     """Delete the parts of jobs that ended (their coordinator could not); returns how many."""
-    finished = select(TrainingJob.id).where(TrainingJob.status.not_in([status.value for status in (Status.QUEUED, Status.RUNNING)]))
+    finished = select(TrainingJob.id).where(TrainingJob.status.not_in(UNFINISHED))
     return rowcount(session.execute(delete(CountPart).where(CountPart.job_id.in_(finished))))

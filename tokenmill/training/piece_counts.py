@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import regex
 
-from tokenmill.corpora.reading import document_of, iter_lines
+from tokenmill.corpora.reading import documents_of
 from tokenmill.models import Corpus
 from tokenmill.store import ObjectStore
 from tokenmill.training.spec import TrainingSpec
@@ -88,12 +88,7 @@ def _chained(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
 
 def part_documents(store: ObjectStore, part: Part, max_line_bytes: int | None = None) -> Iterator[str]:
     """The documents of the lines a part owns."""
-    corpus = part.corpus
-    lines = iter_lines(part_bytes(store, corpus.storage_key, part.start, part.end), max_line_bytes)
-    for number, line in enumerate(lines, start=1):
-        document = document_of(line, number, corpus.format, corpus.text_field)
-        if document is not None:
-            yield document
+    return documents_of(part_bytes(store, part.corpus.storage_key, part.start, part.end), part.corpus, max_line_bytes)
 
 
 def splitter(spec: TrainingSpec) -> Split:
@@ -102,7 +97,7 @@ def splitter(spec: TrainingSpec) -> Split:
         return str.split
     from tokenmill.training import with_tokenizers
 
-    normalizer = with_tokenizers.pipeline_and_trainer(spec)[0].normalizer
+    normalizer = with_tokenizers.normalizer_of(spec)
     assert spec.regex_pattern is not None  # the other library, rustbpe, refuses a spec without one
     pattern = regex.compile(spec.regex_pattern)
     if normalizer is None:

@@ -43,8 +43,7 @@ def train_tokenizer(spec: TrainingSpec, texts: Iterable[str], alphabet: list[str
     if spec.library == "rustbpe":
         return train_rustbpe(spec, texts), {}
     if spec.library == "sentencepiece":
-        result = train_sentencepiece(spec, texts, progress)
-        return Tokenizer.from_str(result.tokenizer_json), {"tokenizer.model": result.model, "tokenizer.vocab": result.vocab}
+        return train_sentencepiece(spec, texts, progress).tokenizer_and_files()
     return with_tokenizers.train(spec, texts, alphabet), {}
 
 

@@ -80,7 +80,7 @@ def learn_ranks(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
     """Every token's bytes in rank order: the 256 single bytes, then one per merge learned."""
     if (why := refusal(spec)) is not None:
         raise ValueError(f"spec.{why}")
-    normalizer = with_tokenizers.pipeline_and_trainer(spec)[0].normalizer
+    normalizer = with_tokenizers.normalizer_of(spec)
     stream: Iterator[str] = iter(texts)
     if normalizer is not None:
         stream = map(normalizer.normalize_str, stream)

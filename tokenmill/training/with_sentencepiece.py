@@ -67,6 +67,10 @@ class SentencePieceResult:
     tokenizer_json: str  # the same model for `tokenizers`: same ids, byte fallback, decoding
     vocab_size: int
 
+    def tokenizer_and_files(self) -> tuple[Tokenizer, dict[str, bytes]]:
+        """The model as a `tokenizers` Tokenizer, and the files only sentencepiece writes."""
+        return Tokenizer.from_str(self.tokenizer_json), {"tokenizer.model": self.model, "tokenizer.vocab": self.vocab}
+
 
 def special_tokens(spec: TrainingSpec) -> list[str]:
     """The special tokens in id order: the spec's list, with <unk> first if it left it out."""

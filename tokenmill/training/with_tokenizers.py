@@ -62,7 +62,8 @@ def trainer_tokens(spec: TrainingSpec) -> list[str]:
     return tokens
 
 
-def _normalizer(spec: TrainingSpec) -> normalizers.Normalizer | None:
+def normalizer_of(spec: TrainingSpec) -> normalizers.Normalizer | None:
+    """The normalizer the spec asks for (None for none): what training and encoding both apply first."""
     steps = []
     if spec.normalization != "none":
         steps.append(getattr(normalizers, spec.normalization.upper())())
@@ -151,7 +152,7 @@ def pipeline_and_trainer(spec: TrainingSpec, alphabet: list[str] | None = None) 
     """An untrained tokenizer pipeline and the trainer for it."""
     model, trainer = _model_and_trainer(spec, alphabet)
     tokenizer = Tokenizer(model)
-    if (normalizer := _normalizer(spec)) is not None:
+    if (normalizer := normalizer_of(spec)) is not None:
         tokenizer.normalizer = normalizer
     if (pre_tokenizer := _pre_tokenizer(spec)) is not None:
         tokenizer.pre_tokenizer = pre_tokenizer
@@ -171,7 +172,7 @@ def coverage_alphabet(spec: TrainingSpec, texts: Iterable[str]) -> list[str]:
     merges keep the other half; rarer characters fall back to bytes. Ties are broken by
     code point, so the choice is the same in every process.
     """
-    normalizer = _normalizer(spec)
+    normalizer = normalizer_of(spec)
     counts: Counter[str] = Counter()
     for text in texts:
         counts.update(normalizer.normalize_str(text) if normalizer else text)

@@ -53,3 +53,14 @@ def test_it_stops_when_no_pair_is_left_and_ignores_order_of_the_pieces():
     tokens = learn_merges(counted, 100)
     assert tokens[256:] == [b"ab", b"abc"]
     assert learn_merges(list(reversed(counted)), 100) == tokens
+
+
+def test_many_pairs_grow_every_table_and_still_give_rustbpes_merges():
+    # Twelve thousand merges over words of 3,000 CJK characters number ~74,000 pairs, past the
+    # learner's first 65,536: its arrays, hash table, lists and heap all grow along the way.
+    rng = random.Random(7)
+    letters = [chr(code) for code in range(0x4E00, 0x4E00 + 3000)]  # three UTF-8 bytes each
+    words = ["".join(rng.choice(letters) for _ in range(rng.randrange(1, 5))) for _ in range(20000)]
+    texts = [" ".join(rng.choice(words) for _ in range(12)) for _ in range(5000)]
+    pattern = PATTERNS["gpt2"]
+    assert learn_merges(_counted(texts, pattern), 12000) == _rustbpe(texts, pattern, 256 + 12000)

@@ -58,7 +58,7 @@ def child_streamed(root: Path, vocab: int) -> dict:
 
 def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: int) -> dict:
     from tokenmill.store import LocalStore
-    from tokenmill.training import piece_counts
+    from tokenmill.training import piece_counts, spills
 
     store = LocalStore(root)
     started = time.monotonic()
@@ -66,22 +66,22 @@ def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: in
     parts = piece_counts.plan([_corpus(root)], int(part_mb * 2**20))
     for number, part in enumerate(parts):
         if number % workers == worker:
-            counts = piece_counts.count(piece_counts.part_documents(store, part), split)
-            store.put_bytes(f"spills/{number}", piece_counts.spilled(counts))
+            counts = spills.count(piece_counts.part_documents(store, part), split)
+            store.put_bytes(f"spills/{number}", spills.spilled(counts))
     return {"seconds": time.monotonic() - started, "parts": len(parts)}
 
 
 def child_learn(root: Path, vocab: int, min_count: int) -> dict:
     from tokenmill.store import LocalStore
-    from tokenmill.training import piece_counts
+    from tokenmill.training import spills
     from tokenmill.training.merge_learner import learn_merges
 
     store = LocalStore(root)
     started = time.monotonic()
     keys = sorted(stored.key for stored in store.list_objects("spills/"))
-    merged = piece_counts.merged([piece_counts.records(store.iter_chunks(key, piece_counts.SPILL_READ)) for key in keys],
+    merged = spills.merged([spills.records(store.iter_chunks(key, spills.SPILL_READ)) for key in keys],
                                  min_count)
-    tokens = learn_merges(merged, vocab - 256)
+    tokens = [bytes([byte]) for byte in range(256)] + [left + right for left, right in learn_merges(merged, vocab - 256)]
     return {"seconds": time.monotonic() - started, "tokens": [token.hex() for token in tokens]}
 
 

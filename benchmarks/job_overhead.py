@@ -6,9 +6,10 @@ process of its own:
 1. ingest: a SQLite database migrated with `tokenmill.cli.migrate(url)`, a local folder store
    (`open_store("file://...")`), a team, and the corpus ingested (`ingest_corpus`), so that the
    ingest's memory is nobody else's;
-2. per library (`tokenizers`, `rustbpe`): the engine alone, as `benchmarks.train_speed` runs it
-   (its child process: `tokenizers files` = bare `tokenizers`, `tokenizers iterator` = today's
-   engine on the file's lines, `rustbpe` = `learn_ranks` + `to_tokenizer` in one process);
+2. per library (`tokenizers`, `rustbpe`, `tokenmill`): the engine alone, as `benchmarks.train_speed`
+   runs it (its child process: `tokenizers files` = bare `tokenizers`, `tokenizers iterator` =
+   today's engine on the file's lines, `rustbpe` = `learn_ranks` + `to_tokenizer` in one process,
+   `tokenmill` = `train_tokenmill` with its counting children);
 3. per library: the job, in a fresh process: `submit_job(..., eval_corpora=[])` and
    `tokenmill.jobs.pipeline.run_training_job(factory, store, job_id, WorkLimits.of(settings))` in
    process (no Celery; the worker's default limits, so its heartbeat and memory guard run),
@@ -52,8 +53,9 @@ from pathlib import Path
 from benchmarks import train_speed
 from benchmarks.train_speed import MB, SPECIAL, corpus_file, high_water_kib
 
-ENGINES = {"tokenizers": ("tokenizers files", "tokenizers iterator"), "rustbpe": ("rustbpe",)}
-ENGINE_OF = {"tokenizers": "tokenizers iterator", "rustbpe": "rustbpe"}  # what the job runs
+ENGINES = {"tokenizers": ("tokenizers files", "tokenizers iterator"), "rustbpe": ("rustbpe",),
+           "tokenmill": ("tokenmill",)}
+ENGINE_OF = {"tokenizers": "tokenizers iterator", "rustbpe": "rustbpe", "tokenmill": "tokenmill"}  # what the job runs
 BARE = "tokenizers files"
 MIB = 1024
 
@@ -272,8 +274,8 @@ def timed_pass(texts) -> float:
 def reading_passes(library: str, corpus: Path, store, row, work: Path) -> dict[str, float]:
     """One pass over the corpus each way, alone (nothing trains meanwhile)."""
     from tokenmill.corpora.reading import corpus_documents, iter_lines
+    from tokenmill.training.text_frames import frames, write_frame
     from tokenmill.training.version_files import training_texts
-    from tokenmill.training.with_rustbpe import _frames, _write
     from tokenmill.work.progress import tracked
 
     passes = {
@@ -289,11 +291,11 @@ def reading_passes(library: str, corpus: Path, store, row, work: Path) -> dict[s
         started = time.perf_counter()
         with frames.open("wb") as out:
             for text in tracked(training_texts(store, [row]), row.characters, Throttled(), "training", 0.0, 0.5):
-                _write(out, text.encode("utf-8", "surrogatepass"))
+                write_frame(out, text.encode("utf-8", "surrogatepass"))
         passes["the job's pass, framed into a file (the parent's side of the pipe)"] = time.perf_counter() - started
         with frames.open("rb") as handle:
             passes["frames read back and decoded (the rustbpe child's side)"] = timed_pass(
-                frame.decode("utf-8", "surrogatepass") for frame in _frames(handle))
+                frame.decode("utf-8", "surrogatepass") for frame in frames(handle))
         frames.unlink()
         started = time.perf_counter()
         subprocess.run([sys.executable, "-c", "from tokenmill.training.with_rustbpe import serve"], check=True)

@@ -9,7 +9,10 @@ mark over into the child at exec (a parent grown to 140 MB would floor every chi
 
 - `tokenizers files`: bare `tokenizers`, `Tokenizer.train([file])` with a BpeTrainer (Rust reads the file);
 - `tokenizers iterator`: `tokenmill.training.with_tokenizers.train` on the file's lines, streamed from Python (today's engine);
-- `rustbpe`: `tokenmill.training.with_rustbpe.train_rustbpe` on the same stream, conversion to a Tokenizer included.
+- `rustbpe`: `tokenmill.training.with_rustbpe.train_rustbpe` on the same stream, conversion to a Tokenizer included;
+- `tokenmill`: `tokenmill.training.with_tokenmill.train_tokenmill` on the same stream: counted by one
+  child process per core, learned in the engine's process. Its peak RSS is the highest of the
+  engine's VmHWM and the sum of its and its children's RSS at one moment (sampled every 0.1 s).
 
 Wall time is the child process's, interpreter start and imports included (its own
 training-only time is printed beside it). Afterwards the vocabularies are compared with
@@ -36,7 +39,7 @@ import time
 from pathlib import Path
 
 DOMAINS = ("manpages", "code", "debian_reference", "fortunes", "bible", "book_quijote", "math_tex", "legal")
-ENGINES = ("tokenizers files", "tokenizers iterator", "rustbpe")
+ENGINES = ("tokenizers files", "tokenizers iterator", "rustbpe", "tokenmill")
 SPECIAL = "<|endoftext|>"
 MB = 1_000_000
 
@@ -90,7 +93,7 @@ def child(engine: str, corpus: Path, vocab: int, output: Path) -> None:
     from tokenmill.training import with_tokenizers
     from tokenmill.training.patterns import PATTERNS
     from tokenmill.training.spec import resolve_spec
-    from tokenmill.training.with_rustbpe import learn_ranks, to_tokenizer
+    from tokenmill.training.with_rustbpe import learn_ranks, merge_pairs, to_tokenizer
 
     spec = resolve_spec({"vocab_size": vocab, "pre_tokenizer": "gpt2", "special_tokens": [SPECIAL]})
     baseline = high_water_kib()
@@ -107,10 +110,15 @@ def child(engine: str, corpus: Path, vocab: int, output: Path) -> None:
         tokenizer.train([str(corpus)], trainer)
     elif engine == "tokenizers iterator":
         tokenizer = with_tokenizers.train(spec, streamed(lines(corpus), parts, started))
+    elif engine == "tokenmill":
+        from tokenmill.training.with_tokenmill import train_tokenmill
+
+        tokenizer = train_tokenmill(spec.model_copy(update={"library": "tokenmill"}),
+                                    streamed(lines(corpus), parts, started))
     else:
         ranks = learn_ranks(spec, streamed(lines(corpus), parts, started))
         parts["learn"] = time.perf_counter() - started
-        tokenizer = to_tokenizer(spec, ranks)
+        tokenizer = to_tokenizer(spec, merge_pairs(ranks))
         parts["convert"] = time.perf_counter() - started - parts["learn"]
     seconds = time.perf_counter() - started
     peak = high_water_kib()
@@ -125,10 +133,28 @@ def run(engine: str, corpus: Path, vocab: int, output: Path) -> dict:
     process = subprocess.Popen([sys.executable, "-m", "benchmarks.train_speed", "--child", engine,
                                 "--corpus", str(corpus), "--vocab", str(vocab), "--output", str(output)],
                                stdout=subprocess.PIPE, text=True)
+    tree_kib = tree_peak_kib(process) if engine == "tokenmill" else 0
     out, _ = process.communicate()
     if process.returncode:
         raise SystemExit(f"{engine} failed with exit code {process.returncode}")
-    return {"wall": time.perf_counter() - started, **json.loads(out.splitlines()[-1])}
+    result = {"wall": time.perf_counter() - started, **json.loads(out.splitlines()[-1])}
+    if tree_kib > result["peak_kib"]:
+        result.update(peak_kib=tree_kib, own_peak_kib=result["peak_kib"])
+    return result
+
+
+def tree_peak_kib(process: subprocess.Popen, every: float = 0.1) -> int:
+    """The highest sum of a running process's RSS and its children's, KiB, sampled until it ends."""
+    import psutil
+
+    engine, peak = psutil.Process(process.pid), 0
+    while process.poll() is None:
+        try:
+            peak = max(peak, sum(p.memory_info().rss for p in (engine, *engine.children(recursive=True))) // 1024)
+        except psutil.Error:
+            pass  # a child ended between the listing and the reading
+        time.sleep(every)
+    return peak
 
 
 def compare(reference: Path, other: Path, held_out: list[str]) -> str:

@@ -58,6 +58,8 @@ class Settings(BaseSettings):
     # How many cores an evaluation uses: its encoders' threads, and its measuring processes on a
     # large corpus (tokenmill.evaluation.measuring); the one setting for evaluation's parallelism.
     evaluation_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
+    # How many processes a `library: tokenmill` job counts its texts with (tokenmill.training.with_tokenmill).
+    training_processes: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=64)
 
     @model_validator(mode="after")
     def _local_defaults(self) -> "Settings":

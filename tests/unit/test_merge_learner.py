@@ -7,11 +7,20 @@ import pytest
 import regex
 import rustbpe
 
-from tokenmill.training.merge_learner import learn_merges
+from tokenmill.training import merge_learner
 from tokenmill.training.patterns import PATTERNS
 
 WORDS = ["the", "there", "then", "low", "lower", "lowest", "día", "niño", "日本語", "東京", "добрый", "مرحبا",
          "1999", "2026", "3.14", "  ", "\t", "def", "return", "x_1", "(a+b)", "aaaa", "abab", "!!", "🙂"]
+
+
+def learn_merges(pieces: list[tuple[bytes, int]], merges: int) -> list[bytes]:
+    """Every token the learner makes, in rank order, as rustbpe's ranks list them."""
+    tokens = [bytes([byte]) for byte in range(256)]
+    for left, right in merge_learner.learn_merges(pieces, merges):
+        assert left in tokens and right in tokens  # a merge is of two earlier tokens
+        tokens.append(left + right)
+    return tokens
 
 
 def _texts(seed: int, lines: int = 400) -> list[str]:

@@ -8,7 +8,7 @@ import pytest
 from tokenmill.corpora.reading import corpus_documents
 from tokenmill.models import Corpus
 from tokenmill.store import LocalStore
-from tokenmill.training import piece_counts
+from tokenmill.training import piece_counts, spills
 
 
 def _stored(tmp_path, data: bytes, fmt: str = "text") -> tuple[LocalStore, Corpus]:
@@ -50,19 +50,19 @@ def test_spills_merge_to_the_counts_of_the_whole_leaving_out_the_rare():
     rng = random.Random(3)
     pieces = ["a", "b", "é", "日", "ab", " x", "\n", "\t", "zz"]
     chunks = [[rng.choice(pieces) for _ in range(rng.randrange(0, 300))] for _ in range(7)]
-    spills = [piece_counts.spilled(Counter(chunk)) for chunk in chunks]
+    spilled = [spills.spilled(Counter(chunk)) for chunk in chunks]
     whole = Counter(piece for chunk in chunks for piece in chunk)
-    merged = list(piece_counts.merged([piece_counts.records([spill[:5], spill[5:]]) for spill in spills], 1))
+    merged = list(spills.merged([spills.records([spill[:5], spill[5:]]) for spill in spilled], 1))
     assert merged == sorted((piece.encode(), seen) for piece, seen in whole.items())
     rare = min(whole.values()) + 1
-    pruned = dict(piece_counts.merged([piece_counts.records([spill]) for spill in spills], rare))
+    pruned = dict(spills.merged([spills.records([spill]) for spill in spilled], rare))
     assert pruned == {piece.encode(): seen for piece, seen in whole.items() if seen >= rare}
 
 
 def test_a_truncated_spill_is_refused():
-    spill = piece_counts.spilled(Counter({"abc": 3, "d": 1}))
+    spill = spills.spilled(Counter({"abc": 3, "d": 1}))
     import zlib
 
     raw = zlib.decompress(spill)
     with pytest.raises(ValueError, match="inside a record"):
-        list(piece_counts.records([zlib.compress(raw[:-1])]))
+        list(spills.records([zlib.compress(raw[:-1])]))

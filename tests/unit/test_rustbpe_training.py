@@ -269,7 +269,7 @@ def test_a_document_the_regex_engine_gives_up_on_fails_with_a_message_and_the_ne
 def test_texts_cross_the_pipe_whole_in_batches():
     import io
 
-    from tokenmill.training.with_rustbpe import read_texts, write_texts
+    from tokenmill.training.text_frames import read_texts, write_texts
 
     texts = ["a", "", "héllo\nworld", "\ud800 lone", "日本語" * 1000, "\x00"]
     pipe = io.BytesIO()

@@ -39,7 +39,7 @@ from tokenmill.work.progress import PeakMemory, Reporter
 log = logging.getLogger(__name__)
 
 # The libraries that make a version's files, recorded as installed.
-LIBRARIES = ("tokenizers", "sentencepiece", "rustbpe", "tiktoken")
+LIBRARIES = ("tokenizers", "sentencepiece", "rustbpe", "tiktoken", "regex", "numba")
 # The library the files are proven to load in (tests/e2e, tests/unit/test_lineage.py), which
 # the service never imports: recorded as pinned in pyproject.toml's dev extras.
 LOADS_WITH = {"transformers": "5.23.0"}

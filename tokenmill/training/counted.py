@@ -39,8 +39,8 @@ from tokenmill.errors import InvalidCorpus
 from tokenmill.models import UNFINISHED, Corpus, CountPart, Status, TrainingJob
 from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.store import ObjectStore
-from tokenmill.training import piece_counts
-from tokenmill.training.spec import BYTE_ALPHABET, TrainingSpec
+from tokenmill.training import piece_counts, spills
+from tokenmill.training.spec import TrainingSpec
 from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail
 from tokenmill.work.progress import Report
 
@@ -92,7 +92,7 @@ def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
     log.info("job %s: %d parts counted, merging their counts (this process holds %d MiB)", counting.job_id, len(parts),
              psutil.Process().memory_info().rss >> 20)
     report("merging counts", 0.5, force=True)
-    counted = piece_counts.merged([piece_counts.records(store.iter_chunks(key, piece_counts.SPILL_READ)) for key in keys],
+    counted = spills.merged([spills.records(store.iter_chunks(key, spills.SPILL_READ)) for key in keys],
                                   max(spec.min_frequency, 1))
     result = _learn(spec, counted, report)
     log.info("job %s: learned from the merged counts (this process holds %d MiB)", counting.job_id,
@@ -110,13 +110,11 @@ def _learn(spec: TrainingSpec, counted: Iterator[tuple[bytes, int]], report: Rep
         lines = (f"{piece.decode('utf-8')}\t{seen}" for piece, seen in counted)
         result = train_sentencepiece(spec, lines, lambda done: report("training", 0.5 + 0.3 * done), counted=True)
         return result.tokenizer_and_files()
-    from tokenmill.training.merge_learner import learn_merges  # numba: imported by the coordinator only, to learn
-    from tokenmill.training.with_rustbpe import to_tokenizer
+    from tokenmill.training.with_tokenmill import learned_tokenizer
 
-    merges = spec.vocab_size - len(spec.special_tokens or []) - BYTE_ALPHABET
-    tokens = learn_merges(counted, merges)
+    tokenizer = learned_tokenizer(spec, counted)
     report("training", 0.8, force=True)
-    return to_tokenizer(spec, tokens), {}
+    return tokenizer, {}
 
 
 def _plan(counting: Counting, parts: list[piece_counts.Part]) -> None:
@@ -171,7 +169,7 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
             if job is None or job.status != Status.RUNNING or job.attempts != attempt:
                 return 0
             spec = TrainingSpec.model_validate(job.spec)
-    split: piece_counts.Split | None = None  # built at the first claim: the coordinator polls here while it waits
+    split: spills.Split | None = None  # built at the first claim: the coordinator polls here while it waits
     counted = 0
     while (claimed := _claim(factory, job_id, attempt, limits)) is not None:
         row, corpus = claimed
@@ -179,8 +177,8 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
         key = f"{counts_prefix(prefix, attempt)}{row.part}-{row.claims}"
         touch = _Toucher(factory, row, alive)
         part = piece_counts.Part(corpus, row.start, row.end)
-        counts = piece_counts.count(touch.through(piece_counts.part_documents(store, part, max_line_bytes)), split)
-        store.put_bytes(key, piece_counts.spilled(counts))
+        counts = spills.count(touch.through(piece_counts.part_documents(store, part, max_line_bytes)), split)
+        store.put_bytes(key, spills.spilled(counts))
         del counts
         if _finish(factory, row, key):
             log.info("counted part %d of job %s (%d bytes)", row.part, job_id, row.end - row.start)

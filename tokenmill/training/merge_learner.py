@@ -52,24 +52,34 @@ Int64s = npt.NDArray[np.int64]
 Pairs = tuple[Int64s, Int64s, Int64s, Int32s, Int32s, Int32s, int]
 
 
-def learn_merges(pieces: Iterable[tuple[bytes, int]], merges: int) -> list[bytes]:
-    """Every token's bytes in rank order: the 256 single bytes, then one per merge learned
-    (at most `merges`), from (piece, count) pairs (each piece once)."""
+def learn_merges(pieces: Iterable[tuple[bytes, int]], merges: int) -> list[tuple[bytes, bytes]]:
+    """The merges learned (at most `merges`), in order, each as the bytes of its two tokens,
+    from (piece, count) pairs. Merge k makes token 256 + k, after the 256 single bytes."""
     lengths, counts, data = array("q"), array("q"), bytearray()  # compact: millions of pieces
     for piece, count in pieces:
-        if len(piece) >= 2 and count > 0:  # a single byte holds no pair
-            data += piece
-            lengths.append(len(piece))
-            counts.append(count)
-    symbols = np.frombuffer(data, dtype=np.uint8).astype(np.int32)
-    del data
-    starts = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(np.frombuffer(lengths, dtype=np.int64), out=starts[1:])
-    merged = _learn(symbols, starts, np.frombuffer(counts, dtype=np.int64), max(merges, 0))
+        data += piece
+        lengths.append(len(piece))
+        counts.append(count)
+    return learn_merges_of(np.frombuffer(data, dtype=np.uint8), np.frombuffer(lengths, dtype=np.int64),
+                           np.frombuffer(counts, dtype=np.int64), merges)
+
+
+def learn_merges_of(data: npt.NDArray[np.uint8], lengths: Int64s, counts: Int64s,
+                    merges: int) -> list[tuple[bytes, bytes]]:
+    """`learn_merges` of pieces given as arrays: their bytes one after the other, each one's
+    length in bytes and count. A piece may come more than once (counted by two processes, say):
+    pair counts are sums either way, so the merges are the same."""
+    keep = (lengths >= 2) & (counts > 0)  # a single byte holds no pair
+    symbols = data[np.repeat(keep, lengths)].astype(np.int32)
+    starts = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+    np.cumsum(lengths[keep], out=starts[1:])
+    merged = _learn(symbols, starts, np.ascontiguousarray(counts[keep]), max(merges, 0))
     tokens = [bytes([byte]) for byte in range(BYTES)]
+    pairs = []
     for left, right in merged:
+        pairs.append((tokens[left], tokens[right]))
         tokens.append(tokens[left] + tokens[right])
-    return tokens
+    return pairs
 
 
 def warm_up() -> None:

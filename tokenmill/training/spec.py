@@ -18,7 +18,7 @@ from tokenmill.errors import InvalidInput
 
 Algorithm = Literal["bpe", "wordpiece", "unigram"]
 # rustbpe: byte-level BPE only, about twice as fast as tokenizers at half its memory (BENCHMARKS.md).
-Library = Literal["tokenizers", "sentencepiece", "rustbpe"]
+Library = Literal["tokenizers", "sentencepiece", "rustbpe", "tokenmill"]
 PreTokenizer = Literal["gpt2", "cl100k", "o200k", "whitespace", "metaspace", "none"]
 Normalization = Literal["none", "nfc", "nfkc", "nfd", "nfkd"]
 Counting = Literal["streamed", "distributed"]
@@ -137,7 +137,7 @@ def unstorable(text: str, controls: bool) -> str | None:
 def _fill_defaults(spec: TrainingSpec) -> TrainingSpec:
     byte_level = spec.byte_level
     if byte_level is None:
-        byte_level = spec.library in ("tokenizers", "rustbpe") and spec.algorithm == "bpe" and not spec.byte_fallback
+        byte_level = spec.library in ("tokenizers", "rustbpe", "tokenmill") and spec.algorithm == "bpe" and not spec.byte_fallback
     pre_tokenizer = spec.pre_tokenizer
     if pre_tokenizer is None:
         if spec.library == "sentencepiece":
@@ -172,8 +172,8 @@ def _check_combination(spec: TrainingSpec) -> None:
             _refuse("lowercase", "sentencepiece folds case only together with nfkc: set normalization to 'nfkc'")
         if spec.max_token_length and spec.max_token_length > SENTENCEPIECE_MAX_PIECE:
             _refuse("max_token_length", f"sentencepiece allows pieces of at most {SENTENCEPIECE_MAX_PIECE} characters")
-    if spec.library == "rustbpe":
-        _check_rustbpe(spec)
+    if spec.library in ("rustbpe", "tokenmill"):
+        _check_rustbpe_rule(spec)
     if spec.parity:
         _check_parity(spec)
     if spec.sampling is not None and (why := sampling_refusal(spec.algorithm, spec.sampling, "sampling")):
@@ -211,13 +211,14 @@ def _check_distributed(spec: TrainingSpec) -> None:
         _refuse("max_sentences", "distributed counting reads every line (no sample)")
 
 
-def _check_rustbpe(spec: TrainingSpec) -> None:
+def _check_rustbpe_rule(spec: TrainingSpec) -> None:
+    # rustbpe, and tokenmill, which learns by its rule (a custom regex runs in Python's regex there).
     from tokenmill.training.with_rustbpe import check_pattern, refusal
 
     if (why := refusal(spec)) is not None:
         field, _, reason = why.partition(": ")
         _refuse(field, reason)
-    if spec.pre_tokenizer_regex:
+    if spec.pre_tokenizer_regex and spec.library == "rustbpe":
         try:
             check_pattern(spec.pre_tokenizer_regex)
         except ValueError as exc:

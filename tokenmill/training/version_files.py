@@ -21,6 +21,7 @@ from tokenmill.training.sampling import reservoir_sample
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.with_rustbpe import train_rustbpe
 from tokenmill.training.with_sentencepiece import train_sentencepiece
+from tokenmill.training.with_tokenmill import train_tokenmill
 from tokenmill.work.progress import Report, tracked
 
 
@@ -42,6 +43,8 @@ def train_tokenizer(spec: TrainingSpec, texts: Iterable[str], alphabet: list[str
     """A tokenizer trained as the spec says, with the files only sentencepiece writes."""
     if spec.library == "rustbpe":
         return train_rustbpe(spec, texts), {}
+    if spec.library == "tokenmill":
+        return train_tokenmill(spec, texts), {}
     if spec.library == "sentencepiece":
         return train_sentencepiece(spec, texts, progress).tokenizer_and_files()
     return with_tokenizers.train(spec, texts, alphabet), {}

@@ -33,14 +33,10 @@ heartbeat and memory guard: so `train_rustbpe` learns in a child process of its 
 interpreter, fed the texts through a pipe a batch at a time), while this process only waits on the pipe.
 """
 
-import struct
 import subprocess
 import sys
 import tempfile
-from array import array
 from collections.abc import Iterable, Iterator
-from itertools import accumulate
-from typing import IO
 
 import rustbpe
 from tokenizers import Tokenizer, models
@@ -48,6 +44,7 @@ from tokenizers import Tokenizer, models
 from tokenmill.errors import InvalidCorpus
 from tokenmill.training import with_tokenizers
 from tokenmill.training.spec import BYTE_ALPHABET, TrainingSpec
+from tokenmill.training.text_frames import batches, frames, read_texts, write_frame, write_texts
 from tokenmill.training.tiktoken_format import BYTE_DECODER
 
 # GPT-2's printable character for each byte value (tokenizers' ByteLevel alphabet).
@@ -57,15 +54,17 @@ BYTE_ORDER = sorted(range(BYTE_ALPHABET), key=lambda byte: ord(BYTE_ENCODER[byte
 
 
 def refusal(spec: TrainingSpec) -> str | None:
-    """Why rustbpe cannot train this spec (the field first), or None when it can."""
+    """Why rustbpe (or tokenmill, which learns by its rule) cannot train this spec (the field
+    first), or None when it can."""
+    name = spec.library
     if spec.algorithm != "bpe" or not spec.byte_level:
-        return "algorithm: rustbpe trains byte-level BPE only"
+        return f"algorithm: {name} trains byte-level BPE only"
     if not spec.regex_pattern:
-        return "pre_tokenizer: rustbpe splits with a regex: use gpt2, cl100k, o200k or a custom pre_tokenizer_regex"
+        return f"pre_tokenizer: {name} splits with a regex: use gpt2, cl100k, o200k or a custom pre_tokenizer_regex"
     if spec.split_digits:
-        return "split_digits: rustbpe splits with one regex; put the digit rule into pre_tokenizer_regex"
+        return f"split_digits: {name} splits with one regex; put the digit rule into pre_tokenizer_regex"
     if spec.max_token_length:
-        return "max_token_length: rustbpe has no token length limit"
+        return f"max_token_length: {name} has no token length limit"
     if spec.vocab_size <= BYTE_ALPHABET + len(spec.special_tokens or []):
         return "vocab_size: must hold the special tokens, the 256 byte tokens and one merge"
     return None
@@ -102,10 +101,12 @@ def merge_pairs(tokens: list[bytes]) -> list[tuple[bytes, bytes]]:
     merged: dict[tuple[bytes, bytes], int] = {}
     known = set(tokens[:BYTE_ALPHABET])
     pairs = []
+    lengths = {1}  # of the tokens known: a cut can only be after one of them (a long token has few)
     for rank, token in enumerate(tokens[BYTE_ALPHABET:], start=BYTE_ALPHABET):
         # Usually a single cut leaves two earlier tokens: that cut is the merge.
-        cuts = [i for i in range(1, len(token)) if token[:i] in known and token[i:] in known]
+        cuts = [i for i in lengths if i < len(token) and token[:i] in known and token[i:] in known]
         known.add(token)
+        lengths.add(len(token))
         if len(cuts) == 1:
             parts = [token[:cuts[0]], token[cuts[0]:]]
         else:
@@ -128,16 +129,17 @@ def _unicode(token: bytes) -> str:
     return "".join(BYTE_ENCODER[byte] for byte in token)
 
 
-def to_tokenizer(spec: TrainingSpec, tokens: list[bytes]) -> Tokenizer:
-    """The tokenizers pipeline the spec builds, its BPE model made of these ranks."""
+def to_tokenizer(spec: TrainingSpec, pairs: list[tuple[bytes, bytes]]) -> Tokenizer:
+    """The tokenizers pipeline the spec builds, its BPE model made of these merges (each the
+    bytes of its two tokens, in rank order after the 256 single bytes)."""
     specials = list(spec.special_tokens or [])
     vocab = {token: index for index, token in enumerate(specials)}
     for byte in BYTE_ORDER:
         vocab[BYTE_ENCODER[byte]] = len(vocab)
-    merges = [(_unicode(left), _unicode(right)) for left, right in merge_pairs(tokens)]
+    merges = [(_unicode(left), _unicode(right)) for left, right in pairs]
     for left, right in merges:
         vocab[left + right] = len(vocab)
-    if len(vocab) != len(specials) + len(tokens):
+    if len(vocab) != len(specials) + BYTE_ALPHABET + len(pairs):
         # A special token spelled like a learned token would share its id (tokenizers' trainer does that too).
         clash = [token for token in specials if vocab[token] >= len(specials)]
         raise ValueError(f"special token {clash[0]!r} is also a learned token; tiktoken and tokenizers would disagree"
@@ -152,13 +154,11 @@ def train_rustbpe(spec: TrainingSpec, texts: Iterable[str]) -> Tokenizer:
     """Train byte-level BPE on the texts with rustbpe, as the spec says (see the module docstring)."""
     if (why := refusal(spec)) is not None:
         raise ValueError(f"spec.{why}")
-    return to_tokenizer(spec, learn_ranks_apart(spec, texts))
+    return to_tokenizer(spec, merge_pairs(learn_ranks_apart(spec, texts)))
 
 
-LENGTH = struct.Struct("<I")
 CHILD = "from tokenmill.training.with_rustbpe import serve; serve()"
 REFUSED = 3  # the child's exit code for an InvalidCorpus (its message on stderr)
-BATCH_CHARS = 1 << 20  # texts go down the pipe about a million characters at a time
 
 
 def learn_ranks_apart(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
@@ -171,13 +171,13 @@ def learn_ranks_apart(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
     try:
         assert child.stdin is not None and child.stdout is not None  # both are pipes
         try:
-            _write(child.stdin, spec.model_dump_json().encode())
-            for batch in _batches(texts):
+            write_frame(child.stdin, spec.model_dump_json().encode())
+            for batch in batches(texts):
                 write_texts(child.stdin, batch)
             child.stdin.close()
         except BrokenPipeError:
             pass  # the child ended early: its exit code and stderr say why
-        tokens = list(_frames(child.stdout))
+        tokens = list(frames(child.stdout))
         if child.wait() == 0:
             return tokens
         errors.seek(0)
@@ -195,7 +195,7 @@ def learn_ranks_apart(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
 def serve() -> None:
     """The child's side of `learn_ranks_apart`."""
     stream = sys.stdin.buffer
-    spec = TrainingSpec.model_validate_json(next(_frames(stream)))
+    spec = TrainingSpec.model_validate_json(next(frames(stream)))
     try:
         tokens = learn_ranks(spec, read_texts(stream))
     except InvalidCorpus as exc:
@@ -203,45 +203,5 @@ def serve() -> None:
         sys.exit(REFUSED)
     out = sys.stdout.buffer
     for token in tokens:
-        _write(out, token)
+        write_frame(out, token)
     out.flush()
-
-
-def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
-    batch: list[str] = []
-    size = 0
-    for text in texts:
-        batch.append(text)
-        size += len(text)
-        if size >= BATCH_CHARS:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
-
-
-def write_texts(stream: IO[bytes], texts: list[str]) -> None:
-    """One frame of texts: their lengths in characters, then all of them as one UTF-8 string
-    (one join and one encode per batch, not per text)."""
-    lengths = array("I", map(len, texts))
-    _write(stream, lengths.tobytes())
-    _write(stream, "".join(texts).encode("utf-8", "surrogatepass"))
-
-
-def read_texts(stream: IO[bytes]) -> Iterator[str]:
-    """The texts `write_texts` wrote, in order, until the stream ends."""
-    frames = _frames(stream)
-    for lengths in frames:
-        joined = next(frames).decode("utf-8", "surrogatepass")
-        ends = list(accumulate(array("I", lengths)))
-        yield from map(joined.__getitem__, map(slice, [0, *ends[:-1]], ends))
-
-
-def _write(stream: IO[bytes], data: bytes) -> None:
-    stream.write(LENGTH.pack(len(data)))
-    stream.write(data)
-
-
-def _frames(stream: IO[bytes]) -> Iterator[bytes]:
-    while header := stream.read(LENGTH.size):
-        yield stream.read(LENGTH.unpack(header)[0])

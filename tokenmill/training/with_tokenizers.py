@@ -31,8 +31,8 @@ def determinism(spec: TrainingSpec) -> dict[str, bool | str]:
     """
     if spec.library == "sentencepiece":
         return {"deterministic": True, "note": "sentencepiece with a fixed thread count and a seeded sample"}
-    if spec.library == "rustbpe":
-        return {"deterministic": True, "note": "rustbpe: the most frequent pair, a tie to the lower pair of ids; "
+    if spec.library in ("rustbpe", "tokenmill"):
+        return {"deterministic": True, "note": f"{spec.library}: the most frequent pair, a tie to the lower pair of ids; "
                                                "counts are sums, so the order of the texts does not matter"}
     if spec.algorithm == "bpe" and not spec.end_of_word_suffix:
         return {"deterministic": True, "note": "tokenizers BPE without subword prefix or suffix"}

@@ -1,0 +1,91 @@
+"""Byte-level BPE trained by Tokenmill's engine: library rustbpe's files, counted on many processes."""
+
+import psutil
+import pytest
+
+from tests.services import FIXTURES
+from tests.text import flores_lines
+from tokenmill.errors import InvalidInput
+from tokenmill.training import with_tokenmill
+from tokenmill.training.spec import resolve_spec
+from tokenmill.training.version_files import version_contents
+from tokenmill.training.with_rustbpe import train_rustbpe
+from tokenmill.training.with_tokenmill import train_tokenmill
+
+SPECIALS = ["<|endoftext|>", "<|pad|>"]
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    def head(path, count):
+        with path.open(encoding="utf-8") as handle:
+            return [line.rstrip("\n") for _, line in zip(range(count), handle)]
+
+    lines = head(FIXTURES / "manpages" / "eng_Latn.txt", 1500) + head(FIXTURES / "code" / "python.txt", 800)
+    return lines + flores_lines(60, 0, ("eng_Latn", "rus_Cyrl", "zho_Hans", "arb_Arab", "hin_Deva"))
+
+
+@pytest.mark.parametrize("extra", [
+    {"pre_tokenizer": "gpt2"},
+    {"pre_tokenizer": "cl100k", "normalization": "nfkc", "lowercase": True},
+    {"pre_tokenizer": "o200k", "normalization": "nfd"},
+    {"pre_tokenizer": "none", "pre_tokenizer_regex": r"[A-Za-z]+|\d|\s+|[^A-Za-z\d\s]+"},
+])
+def test_every_file_is_the_one_library_rustbpe_makes(texts, extra):
+    raw = {"vocab_size": 1500, "special_tokens": SPECIALS, **extra}
+    ours = resolve_spec({**raw, "library": "tokenmill"})
+    theirs = resolve_spec({**raw, "library": "rustbpe"})
+    ours_files = version_contents(ours, train_tokenmill(ours, texts), {}, {})
+    theirs_files = version_contents(theirs, train_rustbpe(theirs, texts), {}, {})
+    manifest = "manifest.json"  # it names the library
+    assert sorted(ours_files) == sorted(theirs_files) and len(ours_files) >= 6
+    assert {k: v for k, v in ours_files.items() if k != manifest} == {k: v for k, v in theirs_files.items()
+                                                                       if k != manifest}
+
+
+def test_any_number_of_processes_and_any_order_of_the_texts_give_the_same_tokenizer(texts):
+    spec = resolve_spec({"library": "tokenmill", "vocab_size": 1200, "special_tokens": SPECIALS})
+    one = train_tokenmill(spec, texts, processes=1).to_str()
+    assert one == train_tokenmill(spec, iter(texts[::-1]), processes=3).to_str()
+    assert one == train_tokenmill(spec, texts * 2, processes=2).to_str()  # every count doubled: every comparison kept
+
+
+def test_a_document_rustbpes_regex_engine_gives_up_on_is_counted():
+    # fancy_regex overflows on gpt2's `\s+(?!\S)` over a million spaces; Python's regex does not.
+    spec = resolve_spec({"library": "tokenmill", "vocab_size": 300})
+    tokenizer = train_tokenmill(spec, ["fine text"] * 5 + [" " * 1_000_000 + "x"])
+    assert "ĠĠ" in tokenizer.get_vocab()
+
+
+@pytest.mark.parametrize(("raw", "field"), [
+    ({"byte_level": False, "pre_tokenizer": "metaspace"}, "algorithm"),
+    ({"pre_tokenizer": "none"}, "pre_tokenizer"),
+    ({"split_digits": True}, "split_digits"),
+    ({"max_token_length": 16}, "max_token_length"),
+])
+def test_what_it_cannot_train_is_refused_by_field_naming_it(raw, field):
+    with pytest.raises(InvalidInput, match=f"spec.{field}: tokenmill ") as refused:
+        resolve_spec({"library": "tokenmill", "vocab_size": 1000, **raw})
+    assert refused.value.field == f"spec.{field}"
+
+
+def test_a_counting_process_that_fails_fails_the_training_with_what_it_said(monkeypatch):
+    monkeypatch.setattr(with_tokenmill, "CHILD", "import sys; sys.stderr.write('out of luck'); sys.exit(5)")
+    spec = resolve_spec({"library": "tokenmill", "vocab_size": 300})
+    before = {child.pid for child in psutil.Process().children()}
+    with pytest.raises(RuntimeError, match=r"counting process failed \(exit 5\): out of luck"):
+        train_tokenmill(spec, ["some text"] * 200_000, processes=2)
+    assert {child.pid for child in psutil.Process().children()} <= before  # none left behind
+
+
+def test_a_stop_while_it_feeds_the_texts_leaves_no_counting_process():
+    spec = resolve_spec({"library": "tokenmill", "vocab_size": 300})
+    before = {child.pid for child in psutil.Process().children()}
+
+    def texts():
+        yield from ["some text"] * 1000
+        raise KeyboardInterrupt  # as a time limit or a cancel arrives
+
+    with pytest.raises(KeyboardInterrupt):
+        train_tokenmill(spec, texts(), processes=2)
+    assert {child.pid for child in psutil.Process().children()} <= before

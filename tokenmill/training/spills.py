@@ -1,0 +1,95 @@
+"""Pieces counted, and counts spilled: what any counting of texts (in parts on many workers, or
+on every core of one) makes and merges.
+
+- Pieces are what byte-level BPE learns from: the spec's normalizer, then its pre-tokenization
+  regex (Python's `regex`, which matches as tiktoken's and rustbpe's engines do on these
+  patterns), document by document (`split_by`).
+- A spill is (piece, count) records sorted by the piece's UTF-8 bytes, zlib-compressed: any
+  number of them merge in one streaming pass (`merged`), holding one record of each.
+
+This module imports only the standard library and `regex`: counting processes import it and
+little else.
+"""
+
+import heapq
+import struct
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
+
+import regex
+
+RECORD = struct.Struct("<IQ")  # piece length in bytes, count
+Split = Callable[[str], list[str]]
+
+
+class Normalizer(Protocol):
+    def normalize_str(self, text: str) -> str: ...
+
+
+def split_by(pattern: str, normalizer: Normalizer | None) -> Split:
+    """Split a document as byte-level BPE learns it: normalized, then cut by the regex."""
+    compiled = regex.compile(pattern)
+    if normalizer is None:
+        return compiled.findall
+    return lambda text: compiled.findall(normalizer.normalize_str(text))
+
+
+def count(documents: Iterable[str], split: Split) -> Counter[str]:
+    """How often each piece occurs in the documents."""
+    counts: Counter[str] = Counter()
+    for document in documents:
+        counts.update(split(document))
+    return counts
+
+
+def spilled(counts: Counter[str]) -> bytes:
+    """The counts as a spill: records sorted by piece bytes, compressed."""
+    # UTF-8 keeps code point order, so sorting the strings sorts their bytes.
+    packer = zlib.compressobj(1)
+    out = []
+    for piece in sorted(counts):
+        data = piece.encode("utf-8")
+        out.append(packer.compress(RECORD.pack(len(data), counts[piece]) + data))
+    out.append(packer.flush())
+    return b"".join(out)
+
+
+SPILL_READ = 64 * 1024  # a spill is read and decompressed this much at a time: many are merged at once
+
+
+def records(chunks: Iterable[bytes]) -> Iterator[tuple[bytes, int]]:
+    """The (piece bytes, count) records of a spill, streamed (at most about SPILL_READ of it
+    decompressed at a time)."""
+    unpacker = zlib.decompressobj()
+    buffer = b""
+    for chunk in chunks:
+        while chunk:
+            buffer += unpacker.decompress(chunk, SPILL_READ)
+            chunk = unpacker.unconsumed_tail
+            at = 0
+            while len(buffer) - at >= RECORD.size:
+                length, seen = RECORD.unpack_from(buffer, at)
+                if len(buffer) - at - RECORD.size < length:
+                    break
+                yield buffer[at + RECORD.size:at + RECORD.size + length], seen
+                at += RECORD.size + length
+            buffer = buffer[at:]
+    buffer += unpacker.flush()
+    if buffer:
+        raise ValueError("a spill of counts ends inside a record")
+
+
+def merged(spills: Iterable[Iterable[tuple[bytes, int]]], min_count: int = 1) -> Iterator[tuple[bytes, int]]:
+    """The spills' counts added up, in piece order, leaving out pieces seen fewer than
+    `min_count` times in all."""
+    piece, total = None, 0
+    for key, seen in heapq.merge(*spills, key=lambda record: record[0]):
+        if key != piece:
+            if piece is not None and total >= min_count:
+                yield piece, total
+            piece, total = key, 0
+        total += seen
+    if piece is not None and total >= min_count:
+        yield piece, total

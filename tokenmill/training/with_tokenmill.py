@@ -1,0 +1,170 @@
+"""Byte-level BPE trained by Tokenmill's own engine (`library: tokenmill`): the texts counted on
+every core, the merges learned from the counts, rustbpe's rule throughout.
+
+- Counting: `training_processes` child processes (a setting; every core by default), each a
+  fresh interpreter that imports `regex` and, when the spec normalizes, `tokenizers`, and
+  nothing else of the service. This process reads the texts once and sends them down the
+  children's pipes a batch at a time (`text_frames`), to whichever child is free; each child
+  splits its documents as counting in parts does (`spills.split_by`: the spec's normalizer,
+  then its regex), counts the pieces and, at the end of its texts, answers with its counts as
+  three arrays (`serve`).
+- Learning: the children's arrays, one after the other, learned by `merge_learner` in this
+  process (a piece counted by two children is two entries there: the pair counts are sums
+  either way). It is compiled and releases the GIL, so the job's heartbeat
+  and memory guard run meanwhile (rustbpe holds the GIL, which is why it learns in a child).
+- The tokenizer: `with_rustbpe.to_tokenizer`, the pipeline, ids and files of library rustbpe.
+
+Counts are sums and the learner is rustbpe's, so a spec gives library rustbpe's merges on the
+same texts, whatever the number of processes or the order the texts reach them (tests hold
+both). What is refused is what rustbpe refuses (`with_rustbpe.refusal`); `min_frequency` is
+not applied either, as in rustbpe (a corpus of a few MB still sees its last merge more often).
+"""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from array import array
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
+from itertools import chain
+from queue import Full, Queue
+from threading import Thread
+from typing import IO, TYPE_CHECKING, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from tokenmill.training import spills
+from tokenmill.training.text_frames import batches, frames, read_texts, write_frame, write_texts
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+    from tokenmill.training.spec import TrainingSpec
+
+CHILD = "from tokenmill.training.with_tokenmill import serve; serve()"
+
+
+def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int | None = None) -> "Tokenizer":
+    """Train byte-level BPE on the texts, as the spec says (see the module docstring), counting
+    with `processes` children (None: the `training_processes` setting)."""
+    from tokenmill.settings import get_settings
+    from tokenmill.training import with_rustbpe, with_tokenizers
+
+    if (why := with_rustbpe.refusal(spec)) is not None:
+        raise ValueError(f"spec.{why}")
+    assert spec.regex_pattern is not None  # refusal() has made sure
+    normalizer = with_tokenizers.normalizer_of(spec)
+    heading = [json.dumps({"pattern": spec.regex_pattern}).encode(),
+               pickle.dumps(normalizer) if normalizer is not None else b""]
+    with ExitStack() as stack:
+        children = [stack.enter_context(_Counter(heading))
+                    for _ in range(max(1, processes or get_settings().training_processes))]
+        _send(children, texts)
+        counted = [child.counts() for child in children]
+    from tokenmill.training.merge_learner import learn_merges_of  # numba: imported by a process that learns
+
+    lengths, counts, data = (np.concatenate([part[i] for part in counted]) for i in range(3))
+    return _tokenizer_of(spec, lambda merges: learn_merges_of(data, lengths, counts, merges))
+
+
+def learned_tokenizer(spec: "TrainingSpec", counted: Iterable[tuple[bytes, int]]) -> "Tokenizer":
+    """The tokenizer of the merges learned from (piece bytes, count) pairs, each piece once."""
+    from tokenmill.training.merge_learner import learn_merges  # numba: imported by a process that learns
+
+    return _tokenizer_of(spec, lambda merges: learn_merges(counted, merges))
+
+
+def _tokenizer_of(spec: "TrainingSpec", learn: Callable[[int], list[tuple[bytes, bytes]]]) -> "Tokenizer":
+    from tokenmill.training.spec import BYTE_ALPHABET
+    from tokenmill.training.with_rustbpe import to_tokenizer
+
+    return to_tokenizer(spec, learn(spec.vocab_size - len(spec.special_tokens or []) - BYTE_ALPHABET))
+
+
+class _Counter:
+    """One counting child: texts go down its stdin, its spill comes back on its stdout. It is
+    killed if this process stops before it has answered (a time limit, a cancel, a fault)."""
+
+    def __init__(self, heading: list[bytes]) -> None:
+        self.errors = tempfile.TemporaryFile()  # a file, not a pipe: a chatty child can never block on it
+        self.process = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.errors)
+        self.stdin = cast(IO[bytes], self.process.stdin)
+        for frame in heading:
+            write_frame(self.stdin, frame)
+
+    def __enter__(self) -> "_Counter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self.errors.close()
+
+    def counts(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+        """What the child counted: each piece's length in bytes, its count, and all their bytes
+        one after the other; or its failure, once it has ended."""
+        answer = list(frames(cast(IO[bytes], self.process.stdout)))
+        if self.process.wait() != 0 or len(answer) != 3:
+            self.errors.seek(0)
+            said = self.errors.read().decode("utf-8", "replace").strip()
+            raise RuntimeError(f"a counting process failed (exit {self.process.returncode}): {said[-2000:]}")
+        lengths, counts, data = answer
+        return (np.frombuffer(lengths, dtype=np.int64), np.frombuffer(counts, dtype=np.int64),
+                np.frombuffer(data, dtype=np.uint8))
+
+
+def _send(children: list[_Counter], texts: Iterable[str]) -> None:
+    # One thread per child writes it batches from a short queue, so whichever child is done with
+    # its batch takes the next one (a pipe has room long before its child is free), then closes
+    # its stdin: the children count what is left and answer.
+    batches_to_send: Queue[list[str] | None] = Queue(maxsize=len(children))
+    failed: list[BaseException] = []
+
+    def feed(child: _Counter) -> None:
+        try:
+            while (batch := batches_to_send.get()) is not None:
+                write_texts(child.stdin, batch)
+            child.stdin.close()
+        except BaseException as exc:  # a child that ended early: its exit code and stderr say why
+            failed.append(exc)
+
+    feeders = [Thread(target=feed, args=(child,), daemon=True, name="tokenmill-feed") for child in children]
+    for feeder in feeders:
+        feeder.start()
+    for batch in chain(batches(texts), [None] * len(children)):
+        while not failed:
+            try:
+                batches_to_send.put(batch, timeout=0.5)
+                break
+            except Full:
+                continue
+        if failed:
+            for child in children:
+                if child.process.wait() != 0:
+                    child.counts()  # raises with what the child said
+            raise failed[0]
+    for feeder in feeders:
+        feeder.join()
+
+
+def serve() -> None:
+    """The child's side: the pattern, the normalizer, then texts on stdin; on stdout, three
+    frames: the pieces' lengths in bytes and their counts (int64 each), then their bytes."""
+    stream = sys.stdin.buffer
+    found = frames(stream)
+    pattern = json.loads(next(found))["pattern"]
+    normalizer = next(found)
+    counts = spills.count(read_texts(stream), spills.split_by(pattern, pickle.loads(normalizer) if normalizer else None))
+    pieces = [piece.encode("utf-8", "surrogatepass") for piece in counts]
+    out = sys.stdout.buffer
+    write_frame(out, array("q", map(len, pieces)).tobytes())
+    write_frame(out, array("q", counts.values()).tobytes())
+    write_frame(out, b"".join(pieces))
+    out.flush()
+    os._exit(0)  # the counts are written: skip freeing a million objects one by one

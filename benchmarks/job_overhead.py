@@ -287,16 +287,16 @@ def reading_passes(library: str, corpus: Path, store, row, work: Path) -> dict[s
             timed_pass(tracked(training_texts(store, [row]), row.characters, Throttled(), "training", 0.0, 0.5)),
     }
     if library == "rustbpe":
-        frames = work / "frames.bin"
+        framed = work / "frames.bin"
         started = time.perf_counter()
-        with frames.open("wb") as out:
+        with framed.open("wb") as out:
             for text in tracked(training_texts(store, [row]), row.characters, Throttled(), "training", 0.0, 0.5):
                 write_frame(out, text.encode("utf-8", "surrogatepass"))
         passes["the job's pass, framed into a file (the parent's side of the pipe)"] = time.perf_counter() - started
-        with frames.open("rb") as handle:
+        with framed.open("rb") as handle:
             passes["frames read back and decoded (the rustbpe child's side)"] = timed_pass(
                 frame.decode("utf-8", "surrogatepass") for frame in frames(handle))
-        frames.unlink()
+        framed.unlink()
         started = time.perf_counter()
         subprocess.run([sys.executable, "-c", "from tokenmill.training.with_rustbpe import serve"], check=True)
         passes["a fresh interpreter importing tokenmill.training.with_rustbpe (the child's start)"] = \

@@ -1,6 +1,7 @@
 """Training: the spec (spec, with the regex presets in patterns), one module per library that
-trains from texts (with_tokenizers, with_sentencepiece, with_rustbpe; sentencepiece_model
-types what is read of a tokenizer.model), counting on many workers and learning from the
-counts (piece_counts, counted, merge_learner), a trained tokenizer's files as bytes (export,
+trains from texts (with_tokenizers, with_sentencepiece, with_rustbpe, with_tokenmill, and
+text_frames, how texts reach a training child; sentencepiece_model types what is read of a
+tokenizer.model), counting and learning from the counts (spills; piece_counts and counted,
+in parts on many workers; merge_learner), a trained tokenizer's files as bytes (export,
 tiktoken_format), and version_files, which goes from a spec and stored corpora to every file
 of a version."""

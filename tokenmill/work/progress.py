@@ -48,11 +48,15 @@ class Reporter:
 
 
 def tracked(texts: Iterable[str], total_chars: int, report: Report, stage: str, start: float, end: float) -> Iterator[str]:
-    """The texts, reporting the share read so far as progress between start and end."""
-    seen = 0
+    """The texts, reporting the share read so far as progress between start and end, at each
+    thousandth of the total (not on every text: a corpus has millions)."""
+    seen, step = 0, max(total_chars // 1000, 1)
+    due = step
     for text in texts:
         seen += len(text)
-        report(stage, start + (end - start) * seen / max(total_chars, 1))
+        if seen >= due:
+            report(stage, start + (end - start) * seen / max(total_chars, 1))
+            due = seen + step
         yield text
 
 

@@ -45,6 +45,8 @@ COMBINATIONS = [
                 frozenset(BPE_FILES | {"tokenizer.tiktoken"}), True),
     Combination("bpe/rustbpe/byte-level o200k", {"library": "rustbpe", "vocab_size": 2000, "pre_tokenizer": "o200k"},
                 frozenset(BPE_FILES | {"tokenizer.tiktoken"}), True),
+    Combination("bpe/tokenmill/byte-level cl100k", {"library": "tokenmill", "vocab_size": 2000, "pre_tokenizer": "cl100k"},
+                frozenset(BPE_FILES | {"tokenizer.tiktoken"}), True),
     Combination("bpe/tokenizers/char metaspace + byte fallback",
                 {"vocab_size": 4000, "byte_level": False, "pre_tokenizer": "metaspace", "byte_fallback": True},
                 frozenset(BPE_FILES), True),

@@ -1,9 +1,11 @@
 """Each fault ends every job within minutes (here: seconds, with short heartbeats) as retried
 or failed with a reason a person can act on, and leaves no orphan object and no orphan row."""
 
+import signal
 import time
 import uuid
 
+import psutil
 import pytest
 from sqlalchemy import func, select
 
@@ -98,6 +100,33 @@ def test_workers_killed_while_counting_parts_retry_the_job_and_leave_no_part(fau
     no_orphans(sessionmaker, store, team_id)  # the spilled counts are gone with the parts
     with sessionmaker() as session:
         assert session.scalar(select(func.count()).select_from(CountPart).where(CountPart.job_id == job_id)) == 0
+
+
+def counting_processes() -> list[psutil.Process]:
+    """The processes counting texts for a `library: tokenmill` job, on this machine."""
+    return [p for p in psutil.process_iter(["cmdline"]) if "with_tokenmill import serve" in " ".join(p.info["cmdline"] or [])]
+
+
+def test_a_tokenmill_job_whose_process_is_killed_leaves_no_counting_process_and_succeeds(
+        fault_stack, faults_http, sessionmaker, store, team_id, tmp_path):
+    corpus = tmp_path / "manpages.txt"  # 26 MB: seconds of counting on both cores
+    corpus.write_bytes(b"".join((CORPORA / "manpages" / f"{name}.txt").read_bytes()
+                                for name in ("deu_Latn", "fra_Latn", "rus_Cyrl", "eng_Latn")))
+    job_id = submit(faults_http, upload(faults_http, corpus, "manpages"), {"library": "tokenmill", "vocab_size": 4000})
+    until(counting_processes, bool, 120, every=0.1)
+    started = time.monotonic()
+    # Only the job's own process (the pool's child): its counting children are left to notice.
+    killed = psutil.Process(fault_stack.worker.pid).children()
+    for process in killed:
+        process.send_signal(signal.SIGKILL)
+    assert killed
+    until(counting_processes, lambda left: not left, 60)  # no orphan: each ends once its parent is gone
+    job = ended(faults_http, f"/v1/jobs/{job_id}")
+    record("a tokenmill job's process kill -9 while counting", f"{job['status']} after {job['attempts']} attempts, "
+           "no counting process left", elapsed(started))
+    assert job["status"] == "succeeded" and job["attempts"] == 2, job
+    assert not counting_processes()
+    no_orphans(sessionmaker, store, team_id)
 
 
 def test_worker_killed_mid_evaluation_is_retried_and_succeeds(fault_stack, faults_http, sessionmaker, store, team_id):

@@ -73,3 +73,13 @@ def test_many_pairs_grow_every_table_and_still_give_rustbpes_merges():
     texts = [" ".join(rng.choice(words) for _ in range(12)) for _ in range(5000)]
     pattern = PATTERNS["gpt2"]
     assert learn_merges(_counted(texts, pattern), 12000) == _rustbpe(texts, pattern, 256 + 12000)
+
+
+def test_a_piece_given_in_several_copies_counts_as_their_sum():
+    # As two counting processes give it: the copies are added up, and the merges are the same.
+    texts = _texts(5)
+    counted = _counted(texts, PATTERNS["gpt2"])
+    split = [(piece, seen - seen // 2) for piece, seen in counted] + [(piece, seen // 2) for piece, seen in counted]
+    random.Random(1).shuffle(split)
+    assert learn_merges(split, 300) == learn_merges(counted, 300)
+    assert learn_merges(counted + counted, 300) == learn_merges([(p, 2 * seen) for p, seen in counted], 300)

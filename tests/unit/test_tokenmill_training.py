@@ -1,10 +1,13 @@
 """Byte-level BPE trained by Tokenmill's engine: library rustbpe's files, counted on many processes."""
 
+import threading
+
 import psutil
 import pytest
 
 from tests.services import FIXTURES
 from tests.text import flores_lines
+from tests.waiting import until
 from tokenmill.errors import InvalidInput
 from tokenmill.training import with_tokenmill
 from tokenmill.training.spec import resolve_spec
@@ -76,6 +79,34 @@ def test_a_counting_process_that_fails_fails_the_training_with_what_it_said(monk
     with pytest.raises(RuntimeError, match=r"counting process failed \(exit 5\): out of luck"):
         train_tokenmill(spec, ["some text"] * 200_000, processes=2)
     assert {child.pid for child in psutil.Process().children()} <= before  # none left behind
+
+
+def test_one_counting_process_failing_fails_the_training_while_the_others_still_wait(monkeypatch, tmp_path):
+    # The first child to start fails; the other would count for ever if nobody ended it.
+    marker = tmp_path / "first"
+    monkeypatch.setattr(with_tokenmill, "CHILD", (
+        "import os, sys\n"
+        f"try:\n    os.close(os.open({str(marker)!r}, os.O_CREAT | os.O_EXCL))\n"
+        "except FileExistsError:\n    from tokenmill.training.with_tokenmill import serve; serve()\n"
+        "sys.stderr.write('the first one fails'); sys.exit(5)"))
+    spec = resolve_spec({"library": "tokenmill", "vocab_size": 300})
+    before = {child.pid for child in psutil.Process().children()}
+    outcome: list[BaseException] = []
+
+    def train() -> None:
+        try:
+            train_tokenmill(spec, ["some text"] * 300_000, processes=2)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=train)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive(), "the training waited for ever on the child that did not fail"
+    assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError)
+    assert "exit 5" in str(outcome[0]) and "the first one fails" in str(outcome[0])
+    assert {child.pid for child in psutil.Process().children()} <= before
+    assert until(lambda: [t for t in threading.enumerate() if t.name == "tokenmill-feed"], lambda left: not left, 5) == []
 
 
 def test_a_stop_while_it_feeds_the_texts_leaves_no_counting_process():

@@ -68,9 +68,16 @@ def learn_merges_of(data: npt.NDArray[np.uint8], lengths: Int64s, counts: Int64s
                     merges: int) -> list[tuple[bytes, bytes]]:
     """`learn_merges` of pieces given as arrays: their bytes one after the other, each one's
     length in bytes and count. A piece may come more than once (counted by two processes, say):
-    pair counts are sums either way, so the merges are the same."""
+    its copies are added up first, which changes nothing but the memory and time the learning
+    takes (pair counts are sums either way)."""
     keep = (lengths >= 2) & (counts > 0)  # a single byte holds no pair
+    data, lengths, counts = data[np.repeat(keep, lengths)], lengths[keep], np.ascontiguousarray(counts[keep])
+    starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    order = np.lexsort((lengths, _hashes(data, starts)))  # copies of a piece side by side
+    keep = _first_copies(data, starts, order, counts)  # their counts added up into the first
     symbols = data[np.repeat(keep, lengths)].astype(np.int32)
+    del data
     starts = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
     np.cumsum(lengths[keep], out=starts[1:])
     merged = _learn(symbols, starts, np.ascontiguousarray(counts[keep]), max(merges, 0))
@@ -86,6 +93,41 @@ def warm_up() -> None:
     """Compile (or load from numba's cache) the learner now: a worker calls this before it forks
     its children, which then never pay for compiling (seconds, and 100 MiB at its peak)."""
     learn_merges([(b"warm up", 2), (b"up", 1)], 2)
+
+
+@njit(cache=True, nogil=True)
+def _hashes(data: npt.NDArray[np.uint8], starts: Int64s) -> npt.NDArray[np.uint64]:
+    # Each piece's 64-bit FNV-1a hash.
+    hashes = np.empty(len(starts) - 1, dtype=np.uint64)
+    for w in range(len(hashes)):
+        value = np.uint64(0xCBF29CE484222325)
+        for i in range(starts[w], starts[w + 1]):
+            value = (value ^ np.uint64(data[i])) * np.uint64(0x100000001B3)
+        hashes[w] = value
+    return hashes
+
+
+@njit(cache=True, nogil=True)
+def _first_copies(data: npt.NDArray[np.uint8], starts: Int64s, order: Int64s, counts: Int64s) -> npt.NDArray[np.bool_]:
+    # With the pieces in `order` (equal hash and length side by side), keep the first of each
+    # run of equal bytes, its count the run's sum. A piece that only shares a hash with the one
+    # before (rare) is kept as it is: a piece may come twice, and the merges are the same.
+    keep = np.ones(len(counts), dtype=np.bool_)
+    first = order[0] if len(order) else 0
+    for k in range(1, len(order)):
+        w = order[k]
+        length = starts[w + 1] - starts[w]
+        same = length == starts[first + 1] - starts[first]
+        i = 0
+        while same and i < length:
+            same = data[starts[w] + i] == data[starts[first] + i]
+            i += 1
+        if same:
+            counts[first] += counts[w]
+            keep[w] = False
+        else:
+            first = w
+    return keep
 
 
 @njit(cache=True, nogil=True)  # the job's heartbeat thread beats while it learns

@@ -34,13 +34,12 @@ from queue import Full, Queue
 from threading import Thread
 from typing import IO, TYPE_CHECKING, cast
 
-import numpy as np
-import numpy.typing as npt
-
 from tokenmill.training import spills
 from tokenmill.training.text_frames import batches, frames, read_texts, write_frame, write_texts
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy too: a counting child does not import it (20 MiB each)
+    import numpy as np
+    import numpy.typing as npt
     from tokenizers import Tokenizer
 
     from tokenmill.training.spec import TrainingSpec
@@ -65,6 +64,8 @@ def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int |
                     for _ in range(max(1, processes or get_settings().training_processes))]
         _send(children, texts)
         counted = [child.counts() for child in children]
+    import numpy as np
+
     from tokenmill.training.merge_learner import learn_merges_of  # numba: imported by a process that learns
 
     lengths, counts, data = (np.concatenate([part[i] for part in counted]) for i in range(3))
@@ -86,7 +87,7 @@ def _tokenizer_of(spec: "TrainingSpec", learn: Callable[[int], list[tuple[bytes,
 
 
 class _Counter:
-    """One counting child: texts go down its stdin, its spill comes back on its stdout. It is
+    """One counting child: texts go down its stdin, its counts come back on its stdout. It is
     killed if this process stops before it has answered (a time limit, a cancel, a fault)."""
 
     def __init__(self, heading: list[bytes]) -> None:
@@ -94,8 +95,11 @@ class _Counter:
         self.process = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=self.errors)
         self.stdin = cast(IO[bytes], self.process.stdin)
-        for frame in heading:
-            write_frame(self.stdin, frame)
+        try:
+            for frame in heading:
+                write_frame(self.stdin, frame)
+        except OSError:
+            pass  # it ended at once: feeding it fails next, and says why
 
     def __enter__(self) -> "_Counter":
         return self
@@ -106,51 +110,66 @@ class _Counter:
         self.process.wait()
         self.errors.close()
 
-    def counts(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+    def counts(self) -> "tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]":
         """What the child counted: each piece's length in bytes, its count, and all their bytes
         one after the other; or its failure, once it has ended."""
+        import numpy as np
+
         answer = list(frames(cast(IO[bytes], self.process.stdout)))
         if self.process.wait() != 0 or len(answer) != 3:
-            self.errors.seek(0)
-            said = self.errors.read().decode("utf-8", "replace").strip()
-            raise RuntimeError(f"a counting process failed (exit {self.process.returncode}): {said[-2000:]}")
+            raise self.failure()
         lengths, counts, data = answer
         return (np.frombuffer(lengths, dtype=np.int64), np.frombuffer(counts, dtype=np.int64),
                 np.frombuffer(data, dtype=np.uint8))
+
+    def failure(self) -> RuntimeError:
+        """Why the child failed: its exit code and the end of what it said (it has a few seconds to end)."""
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.errors.seek(0)
+        said = self.errors.read().decode("utf-8", "replace").strip()
+        return RuntimeError(f"a counting process failed (exit {self.process.returncode}): {said[-2000:]}")
 
 
 def _send(children: list[_Counter], texts: Iterable[str]) -> None:
     # One thread per child writes it batches from a short queue, so whichever child is done with
     # its batch takes the next one (a pipe has room long before its child is free), then closes
     # its stdin: the children count what is left and answer.
-    batches_to_send: Queue[list[str] | None] = Queue(maxsize=len(children))
-    failed: list[BaseException] = []
+    queue: Queue[list[str] | None] = Queue(maxsize=len(children))
+    failed: list[_Counter] = []
 
     def feed(child: _Counter) -> None:
         try:
-            while (batch := batches_to_send.get()) is not None:
+            while (batch := queue.get()) is not None:
                 write_texts(child.stdin, batch)
             child.stdin.close()
-        except BaseException as exc:  # a child that ended early: its exit code and stderr say why
-            failed.append(exc)
+        except OSError:  # the child ended early (a broken pipe): its exit code and stderr say why
+            failed.append(child)
 
     feeders = [Thread(target=feed, args=(child,), daemon=True, name="tokenmill-feed") for child in children]
     for feeder in feeders:
         feeder.start()
-    for batch in chain(batches(texts), [None] * len(children)):
-        while not failed:
-            try:
-                batches_to_send.put(batch, timeout=0.5)
-                break
-            except Full:
-                continue
-        if failed:
-            for child in children:
-                if child.process.wait() != 0:
-                    child.counts()  # raises with what the child said
-            raise failed[0]
-    for feeder in feeders:
-        feeder.join()
+    try:
+        for batch in chain(batches(texts), [None] * len(children)):
+            while not failed:
+                try:
+                    queue.put(batch, timeout=0.5)
+                    break
+                except Full:
+                    continue
+            if failed:
+                raise failed[0].failure()
+        for feeder in feeders:
+            feeder.join()
+    finally:
+        # However this ends, no feeder is left waiting on the queue (a worker process lives on
+        # for other jobs); one still writing fails once the caller has killed its child.
+        while not queue.empty():
+            queue.get_nowait()
+        for _ in feeders:
+            queue.put_nowait(None)
 
 
 def serve() -> None:

@@ -13,6 +13,7 @@ to <out>/INDEX.md). A figure that fails does not stop the others; the exit code 
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -36,7 +37,7 @@ class Figure:
 
     def documented(self) -> str:
         """The command as BENCHMARKS.md writes it."""
-        return " ".join([".venv/bin/python", "-m", self.module, *self.args])
+        return shlex.join([".venv/bin/python", "-m", self.module, *self.args])
 
 
 FIGURES = (
@@ -48,8 +49,9 @@ FIGURES = (
            ("--mb", "0.3", "--train-mb", "0.3", "--vocab", "8000", "--runs", "1"), "Evaluation throughput (issue 4)"),
     Figure("combinations", "benchmarks.combinations", ("--lines", "1000"), ("--lines", "20"),
            "Training: every combination on one corpus (issue 3)"),
-    Figure("train_speed", "benchmarks.train_speed", ("--mb", "10", "100", "500"), ("--mb", "0.3", "--vocab", "1000"),
-           "Training speed: bare `tokenizers` against the rustbpe engine (issue 12, items 1 and 5)"),
+    Figure("train_speed", "benchmarks.train_speed", ("--mb", "10", "100", "500", "--engines", "tokenizers files", "rustbpe",
+                                                     "tokenmill"), ("--mb", "0.3", "--vocab", "1000"),
+           "Training speed: bare `tokenizers` against the rustbpe and tokenmill engines (issue 12, items 1 and 5)"),
     Figure("job_overhead", "benchmarks.job_overhead", ("--mb", "100"), ("--mb", "0.3", "--vocab", "1000"),
            "Job overhead: the training job against its engine (issue 12, item 2)"),
     Figure("distributed_counting", "benchmarks.distributed_counting", ("--mb", "100"),

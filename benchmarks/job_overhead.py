@@ -202,7 +202,7 @@ def instrument(timeline: Timeline, sampler: Sampler, store, corpus_key: str) -> 
     timeline.wrap(export, "tiktoken_file", "export: tokenizer.tiktoken")
     timeline.wrap(with_tokenizers, "train", "engine: tokenizers train_from_iterator")
     timeline.wrap(with_rustbpe, "learn_ranks_apart", "engine: rustbpe child (spawn, feed, wait)")
-    timeline.wrap(with_rustbpe, "to_tokenizer", "engine: rustbpe ranks to Tokenizer")
+    timeline.wrap(with_rustbpe, "to_tokenizer", "engine: merges to a Tokenizer")
     timeline.wrap(with_tokenizers, "coverage_alphabet", "alphabet pass")
     timeline.wrap(version_files, "reservoir_sample", "sampling pass")
     timeline.wrap(lifecycle, "over_memory", "memory guard (RSS of the process and its children, PSS past the limit)",
@@ -491,7 +491,7 @@ def breakdown(library: str, job: dict, engine: dict) -> list[str]:
     train_start = spans(job, "train_version_files")[0]["start"]
     engine_start = spans(job, "engine (train_tokenizer)")[0]["start"]
     engine_end = spans(job, "engine (train_tokenizer)")[0]["end"]
-    convert = seconds(job, "engine: rustbpe ranks to Tokenizer")
+    convert = seconds(job, "engine: merges to a Tokenizer")
     rows = [("process start and imports (before submit)", job["wall"] - job["submit_to_registered"],
              engine["wall"] - engine["train"], "interpreter, imports, engine/store/session set-up")]
     fixed = [("submit (submit_job, one transaction)", seconds(job, "submit")),

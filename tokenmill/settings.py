@@ -59,7 +59,8 @@ class Settings(BaseSettings):
     # large corpus (tokenmill.evaluation.measuring); the one setting for evaluation's parallelism.
     evaluation_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     # How many processes a `library: tokenmill` job counts its texts with (tokenmill.training.with_tokenmill).
-    training_processes: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=64)
+    # Each job starts this many: on a worker running several jobs at once, cores / concurrency.
+    training_processes: int = Field(default_factory=lambda: min(os.cpu_count() or 1, 64), ge=1, le=64)
 
     @model_validator(mode="after")
     def _local_defaults(self) -> "Settings":

@@ -20,7 +20,7 @@ HELP = {
     "algorithm": "How the vocabulary is learned: frequent-pair merges (bpe), likelihood merges (wordpiece) "
                  "or pruning a large vocabulary (unigram).",
     "library": "Which library trains it: Hugging Face tokenizers, Google sentencepiece, rustbpe (byte-level BPE, "
-               "about twice as fast) or tokenmill (rustbpe's files, about three times as fast, counted on every core).",
+               "about twice as fast) or tokenmill (rustbpe's files, 3 to 4 times as fast, counted on every core).",
     "vocab_size": "How many tokens the vocabulary holds, special tokens and the base alphabet included.",
     "byte_level": "Start from the 256 bytes (GPT-2 style) so no text is ever unknown; auto picks it for bpe on tokenizers.",
     "byte_fallback": "Spell characters missing from the vocabulary as byte tokens instead of an unknown token.",

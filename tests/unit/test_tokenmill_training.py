@@ -1,6 +1,9 @@
 """Byte-level BPE trained by Tokenmill's engine: library rustbpe's files, counted on many processes."""
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import psutil
 import pytest
@@ -16,6 +19,7 @@ from tokenmill.training.with_rustbpe import train_rustbpe
 from tokenmill.training.with_tokenmill import train_tokenmill
 
 SPECIALS = ["<|endoftext|>", "<|pad|>"]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -120,3 +124,29 @@ def test_a_stop_while_it_feeds_the_texts_leaves_no_counting_process():
     with pytest.raises(KeyboardInterrupt):
         train_tokenmill(spec, texts(), processes=2)
     assert {child.pid for child in psutil.Process().children()} <= before
+
+
+STUCK = """
+from tokenmill.training.spec import resolve_spec
+from tokenmill.training.with_tokenmill import train_tokenmill
+
+# A pattern that backtracks for ever on its text (the submission's probe would refuse it: set
+# here past it), so a counting child is busy and never reads the end of its stdin.
+spec = resolve_spec({"library": "tokenmill", "vocab_size": 3000, "pre_tokenizer": "none", "pre_tokenizer_regex": "a+"})
+spec = spec.model_copy(update={"pre_tokenizer_regex": "(a|aa)+$"})
+train_tokenmill(spec, ["a" * 80 + "b"], processes=1)
+"""
+
+
+def test_a_counting_process_stuck_in_a_regex_dies_with_its_job_process_killed_by_signal_9():
+    job = subprocess.Popen([sys.executable, "-c", STUCK], cwd=REPO)
+    try:
+        counting = until(lambda: [child for child in psutil.Process(job.pid).children()
+                                  if "with_tokenmill" in " ".join(child.cmdline())], bool, 30, every=0.1)[0]
+        until(counting.cpu_times, lambda times: times.user > 1.0, 30, every=0.2)  # it is backtracking
+    finally:
+        job.kill()
+        job.wait()
+    # The end of its stdin would never be read: the kernel kills it with its parent (PR_SET_PDEATHSIG).
+    assert until(lambda: counting.is_running() and counting.status() != psutil.STATUS_ZOMBIE,
+                 lambda alive: not alive, 5, every=0.1) is False

@@ -70,17 +70,18 @@ def learn_merges_of(data: npt.NDArray[np.uint8], lengths: Int64s, counts: Int64s
     length in bytes and count. A piece may come more than once (counted by two processes, say):
     its copies are added up first, which changes nothing but the memory and time the learning
     takes (pair counts are sums either way)."""
-    keep = (lengths >= 2) & (counts > 0)  # a single byte holds no pair
-    data, lengths, counts = data[np.repeat(keep, lengths)], lengths[keep], np.ascontiguousarray(counts[keep])
+    usable = (lengths >= 2) & (counts > 0)  # a single byte holds no pair
+    data, lengths = data[np.repeat(usable, lengths)], lengths[usable].astype(np.int64)
+    counts = counts[usable].astype(np.int64)  # a copy, added up into below
     starts = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=starts[1:])
     order = np.lexsort((lengths, _hashes(data, starts)))  # copies of a piece side by side
-    keep = _first_copies(data, starts, order, counts)  # their counts added up into the first
-    symbols = data[np.repeat(keep, lengths)].astype(np.int32)
+    firsts = _first_copies(data, starts, order, counts)  # their counts added up into the first
+    symbols = data[np.repeat(firsts, lengths)].astype(np.int32)
     del data
-    starts = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
-    np.cumsum(lengths[keep], out=starts[1:])
-    merged = _learn(symbols, starts, np.ascontiguousarray(counts[keep]), max(merges, 0))
+    kept_starts = np.zeros(int(firsts.sum()) + 1, dtype=np.int64)
+    np.cumsum(lengths[firsts], out=kept_starts[1:])
+    merged = _learn(symbols, kept_starts, np.ascontiguousarray(counts[firsts]), max(merges, 0))
     tokens = [bytes([byte]) for byte in range(BYTES)]
     pairs = []
     for left, right in merged:
@@ -225,7 +226,6 @@ def _first_pairs(symbols: Int32s, pieces: Int64s) -> tuple[Pairs, int, Int32s, i
                 last[n] = w
                 lengths[n] += 1
             numbers[i] = n
-    keys, totals, first, lengths, last, slots, bits = pairs
     used = 0
     for n in range(numbered):
         first[n] = used

@@ -18,7 +18,7 @@ from tokenmill.errors import InvalidInput
 
 Algorithm = Literal["bpe", "wordpiece", "unigram"]
 # rustbpe: byte-level BPE only, about twice as fast as tokenizers at half its memory; tokenmill:
-# what rustbpe trains, with its files, 3-4 times as fast at under half the memory (BENCHMARKS.md).
+# what rustbpe trains, with its files, 3 to 4 times as fast at under half the memory (BENCHMARKS.md).
 Library = Literal["tokenizers", "sentencepiece", "rustbpe", "tokenmill"]
 BYTE_LEVEL_LIBRARIES = ("tokenizers", "rustbpe", "tokenmill")  # where byte-level bpe is the default
 PreTokenizer = Literal["gpt2", "cl100k", "o200k", "whitespace", "metaspace", "none"]

@@ -1,6 +1,6 @@
 """Texts down a pipe to a training child process, and anything else back, as length-prefixed frames.
 
-A frame is its length (4 bytes, little-endian) then its bytes. Texts go a batch at a time
+A frame is its length (8 bytes, little-endian) then its bytes. Texts go a batch at a time
 (`batches`: about a million characters), each batch as two frames: the texts' lengths in
 characters, then all of them as one UTF-8 string (one join and one encode per batch, not per
 text). Lone surrogates cross as they are ("surrogatepass"), as a Python string holds them.
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from itertools import accumulate
 from typing import IO
 
-LENGTH = struct.Struct("<I")
+LENGTH = struct.Struct("<Q")
 BATCH_CHARS = 1 << 20  # texts go down a pipe about a million characters at a time
 
 

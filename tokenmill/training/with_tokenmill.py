@@ -9,8 +9,7 @@ every core, the merges learned from the counts, rustbpe's rule throughout.
   then its regex), counts the pieces and, at the end of its texts, answers with its counts as
   three arrays (`serve`).
 - Learning: the children's arrays, one after the other, learned by `merge_learner` in this
-  process (a piece counted by two children is two entries there: the pair counts are sums
-  either way). It is compiled and releases the GIL, so the job's heartbeat
+  process (which first adds up the copies of a piece that several children counted). It is compiled and releases the GIL, so the job's heartbeat
   and memory guard run meanwhile (rustbpe holds the GIL, which is why it learns in a child).
 - The tokenizer: `with_rustbpe.to_tokenizer`, the pipeline, ids and files of library rustbpe.
 
@@ -20,9 +19,11 @@ both). What is refused is what rustbpe refuses (`with_rustbpe.refusal`); `min_fr
 not applied either, as in rustbpe (a corpus of a few MB still sees its last merge more often).
 """
 
+import ctypes
 import json
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,7 +31,7 @@ from array import array
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from itertools import chain
-from queue import Full, Queue
+from queue import Empty, Full, Queue
 from threading import Thread
 from typing import IO, TYPE_CHECKING, cast
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # numpy too: a counting child does not import it (20 MiB each
     from tokenmill.training.spec import TrainingSpec
 
 CHILD = "from tokenmill.training.with_tokenmill import serve; serve()"
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int | None = None) -> "Tokenizer":
@@ -69,6 +71,7 @@ def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int |
     from tokenmill.training.merge_learner import learn_merges_of  # numba: imported by a process that learns
 
     lengths, counts, data = (np.concatenate([part[i] for part in counted]) for i in range(3))
+    del counted  # the children's frames: the copies above are what the learner reads
     return _tokenizer_of(spec, lambda merges: learn_merges_of(data, lengths, counts, merges))
 
 
@@ -88,12 +91,13 @@ def _tokenizer_of(spec: "TrainingSpec", learn: Callable[[int], list[tuple[bytes,
 
 class _Counter:
     """One counting child: texts go down its stdin, its counts come back on its stdout. It is
-    killed if this process stops before it has answered (a time limit, a cancel, a fault)."""
+    killed if this process stops before it has answered (a time limit, a cancel, a fault), and
+    by the kernel if this process dies (`serve`)."""
 
     def __init__(self, heading: list[bytes]) -> None:
         self.errors = tempfile.TemporaryFile()  # a file, not a pipe: a chatty child can never block on it
-        self.process = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.errors)
+        self.process = subprocess.Popen([sys.executable, "-c", CHILD, str(os.getpid())], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=self.errors)
         self.stdin = cast(IO[bytes], self.process.stdin)
         try:
             for frame in heading:
@@ -108,7 +112,12 @@ class _Counter:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
-        self.errors.close()
+        for stream in (self.process.stdin, self.process.stdout, self.errors):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass  # stdin's last flush, to a child that is gone
 
     def counts(self) -> "tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]":
         """What the child counted: each piece's length in bytes, its count, and all their bytes
@@ -138,15 +147,19 @@ def _send(children: list[_Counter], texts: Iterable[str]) -> None:
     # its batch takes the next one (a pipe has room long before its child is free), then closes
     # its stdin: the children count what is left and answer.
     queue: Queue[list[str] | None] = Queue(maxsize=len(children))
-    failed: list[_Counter] = []
+    failed: list[tuple[_Counter, BaseException]] = []
 
     def feed(child: _Counter) -> None:
         try:
             while (batch := queue.get()) is not None:
                 write_texts(child.stdin, batch)
-            child.stdin.close()
-        except OSError:  # the child ended early (a broken pipe): its exit code and stderr say why
-            failed.append(child)
+        except BaseException as exc:  # a broken pipe (the child ended early: its exit code and stderr say why)
+            failed.append((child, exc))
+        finally:
+            try:
+                child.stdin.close()  # the end of its texts, whatever happened: it never waits for more
+            except OSError:
+                pass
 
     feeders = [Thread(target=feed, args=(child,), daemon=True, name="tokenmill-feed") for child in children]
     for feeder in feeders:
@@ -160,14 +173,18 @@ def _send(children: list[_Counter], texts: Iterable[str]) -> None:
                 except Full:
                     continue
             if failed:
-                raise failed[0].failure()
+                child, exc = failed[0]
+                raise child.failure() from exc
         for feeder in feeders:
             feeder.join()
     finally:
         # However this ends, no feeder is left waiting on the queue (a worker process lives on
         # for other jobs); one still writing fails once the caller has killed its child.
-        while not queue.empty():
-            queue.get_nowait()
+        while True:
+            try:
+                queue.get_nowait()
+            except Empty:
+                break
         for _ in feeders:
             queue.put_nowait(None)
 
@@ -175,6 +192,7 @@ def _send(children: list[_Counter], texts: Iterable[str]) -> None:
 def serve() -> None:
     """The child's side: the pattern, the normalizer, then texts on stdin; on stdout, three
     frames: the pieces' lengths in bytes and their counts (int64 each), then their bytes."""
+    _die_with_parent()
     stream = sys.stdin.buffer
     found = frames(stream)
     pattern = json.loads(next(found))["pattern"]
@@ -187,3 +205,16 @@ def serve() -> None:
     write_frame(out, b"".join(pieces))
     out.flush()
     os._exit(0)  # the counts are written: skip freeing a million objects one by one
+
+
+def _die_with_parent() -> None:
+    # Killed with the job's process (kill -9, the memory guard's exit, the OOM killer), a child
+    # would otherwise count on to the end of its texts before noticing.
+    parent = int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return  # not Linux: the end of its stdin stops it
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+

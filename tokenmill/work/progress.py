@@ -49,7 +49,8 @@ class Reporter:
 
 def tracked(texts: Iterable[str], total_chars: int, report: Report, stage: str, start: float, end: float) -> Iterator[str]:
     """The texts, reporting the share read so far as progress between start and end, at each
-    thousandth of the total (not on every text: a corpus has millions)."""
+    thousandth of the total (not on every text: a corpus has millions). A report is also where
+    a cancel is noticed: within a thousandth of the pass."""
     seen, step = 0, max(total_chars // 1000, 1)
     due = step
     for text in texts:

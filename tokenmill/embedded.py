@@ -7,6 +7,7 @@ local team, keeps its API key in `<home>/api-key` (mode 0600) and loads a small 
 
 import os
 import secrets
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -87,9 +88,11 @@ def up(home: Path, host: str, port: int) -> None:
     print(f"\nTokenmill is starting on http://{host}:{port}  (data in {home.resolve()})")
     print(f"API key of team '{LOCAL_TEAM}' (also in {home / 'api-key'}):\n{key}\n", flush=True)
     api = subprocess.Popen([*tokenmill, "serve", "--host", host, "--port", str(port)], env=dict(os.environ))
+    for stop in (signal.SIGTERM, signal.SIGHUP):  # a kill or a closed terminal stops both, as Ctrl-C does
+        signal.signal(stop, _stopped)
     try:
         api.wait()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Stopped):
         pass
     finally:
         for process in (api, worker):
@@ -99,3 +102,12 @@ def up(home: Path, host: str, port: int) -> None:
                 process.wait(30)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+class _Stopped(Exception):
+    """`tokenmill up` was asked to stop by a signal."""
+
+
+def _stopped(signum: int, frame: object) -> None:
+    raise _Stopped(signal.Signals(signum).name)
+

@@ -6,9 +6,10 @@ import subprocess
 import sys
 
 import httpx
+import psutil
 
 from tests.services import free_port, wait_for
-from tests.waiting import finished
+from tests.waiting import finished, until
 
 
 def test_embedded_mode_serves_seeds_and_trains(tmp_path):
@@ -39,3 +40,26 @@ def test_embedded_mode_serves_seeds_and_trains(tmp_path):
             process.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_a_signal_to_tokenmill_up_alone_stops_its_api_and_worker(tmp_path):
+    # A kill (or a closed terminal) reaches `tokenmill up` only, not its process group as
+    # Ctrl-C does: its API and worker must not be left running without it.
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENMILL_")}
+    process = subprocess.Popen([sys.executable, "-m", "tokenmill", "up", "--home", str(tmp_path / "home"),
+                                "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    try:
+        wait_for(lambda: httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200, "embedded API", 60)
+        started = psutil.Process(process.pid).children(recursive=True)
+        assert len(started) >= 2  # the API and the worker (and the worker's pool)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+        assert until(lambda: [p.pid for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE],
+                     lambda left: not left, 30) == []
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

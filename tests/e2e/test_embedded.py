@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import httpx
 import psutil
@@ -12,15 +13,30 @@ from tests.services import free_port, wait_for
 from tests.waiting import finished, until
 
 
-def test_embedded_mode_serves_seeds_and_trains(tmp_path):
+@contextmanager
+def embedded(tmp_path):
+    """`tokenmill up` in a session of its own, once its API answers: (the process, its URL)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENMILL_")}
     process = subprocess.Popen([sys.executable, "-m", "tokenmill", "up", "--home", str(tmp_path / "home"),
-                                "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: httpx.get(f"{base}/healthz").status_code == 200, "embedded API", 60)
+        yield process, base
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(30)
+        except ProcessLookupError:
+            pass  # it has stopped already, with its whole group
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_embedded_mode_serves_seeds_and_trains(tmp_path):
+    with embedded(tmp_path) as (_, base):
         key = (tmp_path / "home" / "api-key").read_text().strip()
         http = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60)
         corpora = http.get("/v1/corpora").json()["items"]
@@ -34,32 +50,15 @@ def test_embedded_mode_serves_seeds_and_trains(tmp_path):
         english = next(c for c in corpora if c["language"] == "eng_Latn")
         evaluations = http.get("/v1/tokenizers/demo/versions/1/evaluations").json()["items"]
         assert next(e for e in evaluations if e["corpus_id"] == english["id"])["metrics"]["premium"] == 1.0
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
 
 
 def test_a_signal_to_tokenmill_up_alone_stops_its_api_and_worker(tmp_path):
     # A kill (or a closed terminal) reaches `tokenmill up` only, not its process group as
     # Ctrl-C does: its API and worker must not be left running without it.
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENMILL_")}
-    process = subprocess.Popen([sys.executable, "-m", "tokenmill", "up", "--home", str(tmp_path / "home"),
-                                "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
-    try:
-        wait_for(lambda: httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200, "embedded API", 60)
+    with embedded(tmp_path) as (process, _):
         started = psutil.Process(process.pid).children(recursive=True)
         assert len(started) >= 2  # the API and the worker (and the worker's pool)
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
         assert until(lambda: [p.pid for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE],
                      lambda left: not left, 30) == []
-    finally:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass

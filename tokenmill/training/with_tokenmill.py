@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from contextlib import ExitStack
 from itertools import chain
 from queue import Empty, Full, Queue
@@ -69,24 +69,26 @@ def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int |
     import numpy as np
 
     from tokenmill.training.merge_learner import learn_merges_of  # numba: imported by a process that learns
+    from tokenmill.training.with_rustbpe import to_tokenizer
 
     lengths, counts, data = (np.concatenate([part[i] for part in counted]) for i in range(3))
     del counted  # the children's frames: the copies above are what the learner reads
-    return _tokenizer_of(spec, lambda merges: learn_merges_of(data, lengths, counts, merges))
+    return to_tokenizer(spec, learn_merges_of(data, lengths, counts, merges_wanted(spec)))
 
 
 def learned_tokenizer(spec: "TrainingSpec", counted: Iterable[tuple[bytes, int]]) -> "Tokenizer":
-    """The tokenizer of the merges learned from (piece bytes, count) pairs, each piece once."""
+    """The tokenizer of the merges learned from (piece bytes, count) pairs."""
     from tokenmill.training.merge_learner import learn_merges  # numba: imported by a process that learns
-
-    return _tokenizer_of(spec, lambda merges: learn_merges(counted, merges))
-
-
-def _tokenizer_of(spec: "TrainingSpec", learn: Callable[[int], list[tuple[bytes, bytes]]]) -> "Tokenizer":
-    from tokenmill.training.spec import BYTE_ALPHABET
     from tokenmill.training.with_rustbpe import to_tokenizer
 
-    return to_tokenizer(spec, learn(spec.vocab_size - len(spec.special_tokens or []) - BYTE_ALPHABET))
+    return to_tokenizer(spec, learn_merges(counted, merges_wanted(spec)))
+
+
+def merges_wanted(spec: "TrainingSpec") -> int:
+    """How many merges fill the spec's vocabulary beside its special tokens and the 256 bytes."""
+    from tokenmill.training.spec import BYTE_ALPHABET
+
+    return spec.vocab_size - len(spec.special_tokens or []) - BYTE_ALPHABET
 
 
 class _Counter:

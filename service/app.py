@@ -9,7 +9,9 @@ from service import problems, web
 from service.inputs import check_request_values
 from service.middleware import Authentication, BodyLimit
 from service.queue import Queue
-from service.routes import bpe, corpora, evaluations, health, jobs, tokenizers
+from service.rate_limits import TokenBuckets
+from service.routes import bpe, corpora, evaluations, health, jobs, team, tokenizers
+from service.uploads import UploadsInFlight
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.encoding import sandbox
 from tokenmill.settings import DEVELOPMENT_SECRET, Settings, get_settings
@@ -49,6 +51,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.store = open_store(settings.storage_url, settings.s3_endpoint_url)
         app.state.queue = Queue(settings)
         app.state.settings = settings
+        app.state.rate_limits = TokenBuckets(settings.rate_burst)
+        app.state.quota_cache = {}
+        app.state.uploads = UploadsInFlight()
         sandbox.start(settings.encode_timeout_seconds)  # warm encode processes before the first request
         yield
         sandbox.close()
@@ -62,7 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The last added runs first: authenticate, then cap the body, before any route reads it.
     app.add_middleware(BodyLimit, settings=settings)
     app.add_middleware(Authentication)
-    for module in (health, corpora, jobs, tokenizers, evaluations, bpe):
+    for module in (health, team, corpora, jobs, tokenizers, evaluations, bpe):
         app.include_router(module.router)
     app.mount("/static", web.static_files(), name="static")
     app.include_router(web.router)

@@ -1,5 +1,7 @@
 """Request dependencies, declared once as Annotated aliases."""
 
+import time
+import uuid
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -8,11 +10,12 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.inputs import MAX_PAGE
-from service.middleware import TEAM_STATE
+from service.middleware import KEY_STATE, TEAM_STATE
 from service.queue import Queue
 from tokenmill.errors import Unauthorized
 from tokenmill.models import Team
 from tokenmill.pagination import MAX_LIMIT, Page
+from tokenmill.quotas import Quotas, quotas_of
 from tokenmill.settings import Settings
 from tokenmill.store import ObjectStore
 
@@ -76,6 +79,37 @@ def get_team(request: Request, _: Annotated[HTTPAuthorizationCredentials | None,
 
 
 TeamDep = Annotated[Team, Depends(get_team)]
+
+QUOTAS_FRESH_SECONDS = 5.0  # how long an API process trusts a team's quotas it read (the operator's change waits that long)
+
+
+def team_quotas(request: Request, team_id: uuid.UUID) -> Quotas:
+    """The team's quotas, read from the database at most every few seconds per API process."""
+    cache: dict[uuid.UUID, tuple[float, Quotas]] = request.app.state.quota_cache
+    now = time.monotonic()
+    cached = cache.get(team_id)
+    if cached is not None and now - cached[0] < QUOTAS_FRESH_SECONDS:
+        return cached[1]
+    with request.app.state.sessionmaker() as session:
+        quotas = quotas_of(session, team_id, request.app.state.settings)
+    cache[team_id] = (now, quotas)
+    return quotas
+
+
+def spend_request(request: Request, team: Team, bucket: str) -> None:
+    """Take one token of an expensive request from `bucket` (an API key's, or a team's dashboard);
+    429 problem+json when it is empty (service/rate_limits.py)."""
+    request.app.state.rate_limits.take(bucket, team_quotas(request, team.id).requests_per_minute)
+
+
+def get_rate_limited_team(request: Request, team: TeamDep) -> Team:
+    """The team, once its API key's bucket gave a token for this expensive request."""
+    spend_request(request, team, getattr(request.state, KEY_STATE, None) or f"team:{team.id}")
+    return team
+
+
+# The team of an expensive /v1 request: encode, BPE steps, cost report, upload, job submission.
+ExpensiveTeamDep = Annotated[Team, Depends(get_rate_limited_team)]
 
 
 def get_page(

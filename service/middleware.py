@@ -21,10 +21,11 @@ from service.problems import DATABASE_UNAVAILABLE, domain_problem, problem, unav
 from tokenmill.errors import Unauthorized
 from tokenmill.models import Team
 from tokenmill.settings import Settings
-from tokenmill.teams import authenticate
+from tokenmill.teams import authenticate, hash_key
 
 API_PREFIX = "/v1/"
 TEAM_STATE = "team"
+KEY_STATE = "key_hash"  # the SHA-256 of the request's API key: its rate-limit bucket (service/rate_limits.py)
 
 
 def bearer_key(authorization: str | None) -> str | None:
@@ -52,13 +53,15 @@ class Authentication:
             return
         request = Request(scope)
         try:
-            team = await run_in_threadpool(_team_of, request, bearer_key(request.headers.get("authorization")))
+            key = bearer_key(request.headers.get("authorization"))
+            team = await run_in_threadpool(_team_of, request, key)
         except Unauthorized as exc:
             response = domain_problem(request, exc)
         except DATABASE_UNAVAILABLE as exc:
             response = unavailable(request.url.path, "database", exc)
         else:
-            scope.setdefault("state", {})[TEAM_STATE] = team
+            state = scope.setdefault("state", {})
+            state[TEAM_STATE], state[KEY_STATE] = team, hash_key(key or "")
             await self.app(scope, receive, send)
             return
         await response(scope, receive, send)

@@ -43,9 +43,8 @@ def problem(status: int, title: str, detail: str, headers: dict[str, str] | None
 
 def domain_problem(request: Request, exc: TokenmillError) -> JSONResponse:
     """The problem+json of a domain error (also for routes that catch it to answer a form)."""
-    retry_after = getattr(exc, "retry_after", None)
-    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
-    return problem(exc.status, exc.title, exc.detail, headers=headers, field=exc.field, instance=request.url.path)
+    return problem(exc.status, exc.title, exc.detail, headers=exc.headers() or None, field=exc.field,
+                   instance=request.url.path, **exc.fields())
 
 
 def unavailable(path: str, what: str, exc: BaseException) -> JSONResponse:

@@ -182,3 +182,31 @@ class HealthChecks(BaseModel):
 class HealthOut(BaseModel):
     status: Check
     checks: HealthChecks
+
+
+class QuotasOut(BaseModel):
+    """A team's limits (tokenmill.quotas): the operator's figures where set, the defaults elsewhere."""
+
+    storage_bytes: int = Field(description="corpora as stored (decompressed), in bytes")
+    corpora: int
+    queued_jobs: int = Field(description="training jobs waiting to start; evaluation runs count apart, same limit")
+    running_jobs: int = Field(description="training jobs started at once; evaluation runs apart, same limit")
+    concurrent_uploads: int
+    requests_per_minute: int = Field(description="expensive requests per API key (token bucket)")
+
+
+class UsageOut(BaseModel):
+    storage_bytes: int
+    corpora: int
+    queued_jobs: int
+    running_jobs: int
+    queued_evaluations: int
+    running_evaluations: int
+    uploads_in_flight: int = Field(description="uploads streaming now through this API process")
+
+
+class TeamOut(BaseModel):
+    id: uuid.UUID
+    name: str
+    quotas: QuotasOut
+    usage: UsageOut

@@ -24,8 +24,12 @@ Each field holds at most MAX_FIELD_BYTES, a form at most MAX_PARTS parts.
 import asyncio
 import functools
 import tempfile
+import threading
+import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import IO, TypeVar
 
 import anyio.from_thread
@@ -36,6 +40,7 @@ from python_multipart.multipart import parse_options_header
 from starlette.requests import ClientDisconnect, Request
 
 from tokenmill.errors import InvalidInput
+from tokenmill.quotas import refuse_over
 from tokenmill.store import CHUNK
 
 MAX_FIELD_BYTES = 16 * 1024
@@ -44,6 +49,36 @@ MAX_STREAMING_UPLOADS = 64  # at once; more wait for a thread, their bodies unre
 UPLOAD_THREADS = ThreadPoolExecutor(MAX_STREAMING_UPLOADS, thread_name_prefix="tokenmill-upload")
 
 T = TypeVar("T")
+
+
+class UploadsInFlight:
+    """How many uploads each team streams through this API process now, under its concurrent_uploads quota."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._teams: Counter[uuid.UUID] = Counter()
+
+    @contextmanager
+    def held(self, team_id: uuid.UUID, limit: int) -> Iterator[None]:
+        """One upload of the team, for as long as the block runs; OverQuota (409, Retry-After) past `limit`."""
+        with self._lock:
+            refuse_over("concurrent_uploads", limit, self._teams[team_id], what="uploads in flight", retry_after=5)
+            self._teams[team_id] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._teams[team_id] -= 1
+                if self._teams[team_id] <= 0:
+                    del self._teams[team_id]
+
+    def count(self, team_id: uuid.UUID) -> int:
+        with self._lock:
+            return self._teams[team_id]
+
+
+def uploads_in_flight(request: Request, team_id: uuid.UUID) -> int:
+    return request.app.state.uploads.count(team_id)
 
 
 async def run_upload(func: Callable[..., T], *args, **kwargs) -> T:

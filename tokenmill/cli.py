@@ -4,10 +4,16 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tokenmill import client
 from tokenmill.db import migrate
 from tokenmill.settings import get_settings
+
+if TYPE_CHECKING:
+    import uuid
+
+    from sqlalchemy.orm import Session
 
 
 def serve(host: str, port: int) -> None:
@@ -43,7 +49,7 @@ def _celery(argv: list[str]) -> None:
 
 
 def manage_teams(args: argparse.Namespace) -> None:
-    """teams create NAME | teams key NAME | teams revoke KEY."""
+    """teams create NAME | teams key NAME | teams quota NAME [--QUOTA N|default …] | teams revoke KEY."""
     from tokenmill.db import make_engine, make_sessionmaker, transaction
     from tokenmill.errors import TokenmillError
     from tokenmill.teams import create_team, issue_key, revoke_key, team_by_name
@@ -62,6 +68,11 @@ def manage_teams(args: argparse.Namespace) -> None:
                 key = issue_key(session, named)
                 print(f"a new API key for team {named.name}, shown once:")
                 print(key)
+            elif args.teams_command == "quota":
+                named = team_by_name(session, args.name)
+                if named is None:
+                    sys.exit(f"no team named {args.name!r}")
+                _set_quotas(session, named.id, args)
             else:
                 revoke_key(session, args.key)
                 print("revoked: requests with this key now answer 401")
@@ -69,6 +80,20 @@ def manage_teams(args: argparse.Namespace) -> None:
         sys.exit(exc.detail)
     finally:
         engine.dispose()
+
+
+def _set_quotas(session: "Session", team_id: "uuid.UUID", args: argparse.Namespace) -> None:
+    """Set the quotas given (a number, or `default` to go back to the settings' figure), then print them all."""
+    from tokenmill.quotas import QUOTA_NAMES, quotas_of, set_quotas, usage_of
+
+    figures = {name: getattr(args, name) for name in QUOTA_NAMES if getattr(args, name) is not None}
+    try:
+        set_quotas(session, team_id, {name: None if value == "default" else int(value) for name, value in figures.items()})
+    except ValueError as exc:
+        sys.exit(f"teams quota: {exc}")
+    quotas, usage = quotas_of(session, team_id, get_settings()).as_dict(), usage_of(session, team_id).as_dict()
+    for name in QUOTA_NAMES:
+        print(f"{name:<20} {quotas[name]:>16}  (in use: {usage.get(name, '-')})")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,6 +115,11 @@ def _parser() -> argparse.ArgumentParser:
     teams.add_parser("create", help="create a team and print its API key").add_argument("name")
     teams.add_parser("key", help="issue another API key for a team").add_argument("name")
     teams.add_parser("revoke", help="revoke an API key").add_argument("key")
+    p = teams.add_parser("quota", help="show a team's quotas, or set some (a number, or 'default')")
+    p.add_argument("name")
+    for name in ("storage-bytes", "corpora", "queued-jobs", "running-jobs", "concurrent-uploads",
+                 "requests-per-minute"):
+        p.add_argument(f"--{name}", dest=name.replace("-", "_"), metavar="N|default")
     client.add_commands(sub)
     return parser
 

@@ -7,7 +7,11 @@
     ├── InvalidInput        422  a field or a file a person must fix (names the field)
     │   └── InvalidCorpus   422  the uploaded file is not what its format says
     ├── TooLarge            413  the upload exceeds the configured limit
+    ├── OverQuota           409  the team is at one of its quotas (names it, its limit and its use)
+    │   └── RateLimited     429  the API key spent its token bucket: try again after `retry_after` seconds
     └── Busy                503  a bounded resource is taken: try again after `retry_after` seconds
+
+Each error says what its problem+json adds: `fields()` (beyond detail and field) and `headers()`.
 """
 
 
@@ -19,6 +23,15 @@ class TokenmillError(Exception):
         super().__init__(detail)
         self.detail = detail
         self.field = field
+
+    def fields(self) -> dict[str, object]:
+        """Members of the problem+json body beyond title, status, detail and field."""
+        return {}
+
+    def headers(self) -> dict[str, str]:
+        """Response headers the answer carries (Retry-After where a wait helps)."""
+        retry_after = getattr(self, "retry_after", None)
+        return {} if retry_after is None else {"Retry-After": str(retry_after)}
 
 
 class NotFound(TokenmillError):
@@ -48,6 +61,36 @@ class InvalidCorpus(InvalidInput):
 class TooLarge(TokenmillError):
     status = 413
     title = "Upload too large"
+
+
+class OverQuota(TokenmillError):
+    """The team is at one of its quotas (tokenmill.quotas): `quota` names it, with its limit and use.
+    `retry_after` is set where waiting helps (running work that ends), None where it does not."""
+
+    status = 409
+    title = "Quota exceeded"
+
+    def __init__(self, detail: str, *, quota: str, limit: int, used: int, retry_after: int | None = None) -> None:
+        super().__init__(detail, field=None)
+        self.quota, self.limit, self.used, self.retry_after = quota, limit, used, retry_after
+
+    def fields(self) -> dict[str, object]:
+        return {"quota": self.quota, "limit": self.limit, "used": self.used}
+
+
+class RateLimited(OverQuota):
+    """The key's token bucket is empty (IETF RateLimit headers: the policy, what is left, when it refills)."""
+
+    status = 429
+    title = "Too many requests"
+
+    def __init__(self, detail: str, *, limit: int, used: int, retry_after: int, burst: int) -> None:
+        super().__init__(detail, quota="requests_per_minute", limit=limit, used=used, retry_after=retry_after)
+        self.burst = burst
+
+    def headers(self) -> dict[str, str]:
+        return {**super().headers(), "RateLimit-Policy": f"{self.burst};w={max(1, 60 * self.burst // max(1, self.limit))}",
+                "RateLimit": f"limit={self.burst}, remaining=0, reset={self.retry_after}"}
 
 
 class Busy(TokenmillError):

@@ -41,6 +41,21 @@ class Team(Base):
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
 
 
+class TeamQuota(Base):
+    """The operator's figures for one team; a NULL column means the settings' default (tokenmill.quotas)."""
+
+    __tablename__ = "team_quotas"
+
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True)
+    storage_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    corpora: Mapped[int | None] = mapped_column(BigInteger)
+    queued_jobs: Mapped[int | None] = mapped_column(BigInteger)
+    running_jobs: Mapped[int | None] = mapped_column(BigInteger)
+    concurrent_uploads: Mapped[int | None] = mapped_column(BigInteger)
+    requests_per_minute: Mapped[int | None] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
 class ApiKey(Base):
     __tablename__ = "api_keys"
 

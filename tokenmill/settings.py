@@ -62,6 +62,20 @@ class Settings(BaseSettings):
     # Each job starts this many: on a worker running several jobs at once, cores / concurrency.
     training_processes: int = Field(default_factory=lambda: min(os.cpu_count() or 1, 64), ge=1, le=64)
 
+    # Fair share (tokenmill.quotas): what each team may hold and ask for, unless the operator set
+    # other figures for it (`tokenmill teams quota NAME …`).
+    quota_storage_bytes: int = Field(default=100 * 1024**3, ge=0)  # corpora as stored (decompressed)
+    quota_corpora: int = Field(default=1000, ge=0)
+    quota_queued_jobs: int = Field(default=20, ge=0)  # queued training jobs; evaluation runs count apart
+    quota_running_jobs: int = Field(default=2, ge=0)  # started at once per team (and evaluation runs apart)
+    quota_concurrent_uploads: int = Field(default=2, ge=0)
+    quota_requests_per_minute: int = Field(default=120, ge=0)  # expensive endpoints, per API key
+    # The token bucket's depth: how many expensive requests a key may send at once before the rate applies.
+    rate_burst: int = Field(default=20, ge=1)
+    # GET /metrics (Prometheus text): off unless enabled; with a token, only `Authorization: Bearer <token>`.
+    metrics_enabled: bool = True
+    metrics_token: SecretStr | None = None
+
     @model_validator(mode="after")
     def _local_defaults(self) -> "Settings":
         self.home = self.home.expanduser().resolve()

@@ -16,7 +16,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from service.deps import SessionDep, StoreDep, TeamDep
+from service.deps import ExpensiveTeamDep, SessionDep, StoreDep
 from service.schemas_bpe import BpeStepsOut
 from tokenmill.playground.bpe_runs import BpeStepsIn, compute
 from tokenmill.playground.bpe_steps import Merge, Run, State
@@ -47,7 +47,7 @@ def run_json(run: Run, replaying: bool = False) -> dict[str, Any]:
 
 
 @router.post("/steps", response_model=BpeStepsOut)
-def steps(body: BpeStepsIn, session: SessionDep, store: StoreDep, team: TeamDep):
+def steps(body: BpeStepsIn, session: SessionDep, store: StoreDep, team: ExpensiveTeamDep):
     """Every step's state: the words as tokens, all pair counts (ranked), the merge, the vocabulary so far.
 
     A version's sample is split in a sandbox process first: all of them busy is a 503 with Retry-After.

@@ -2,9 +2,9 @@
 
 import uuid
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
-from service.deps import QueueDep, SessionDep, TeamDep
+from service.deps import ExpensiveTeamDep, QueueDep, SessionDep, TeamDep, team_quotas
 from service.schemas import EncodeIn, EncodeOut, EvaluationIn
 from service.schemas_evaluations import EvaluationRunOut, FertilityMatrixOut
 from tokenmill.evaluation.reports import fertility_matrix
@@ -15,8 +15,10 @@ router = APIRouter(prefix="/v1", tags=["evaluations"])
 
 
 @router.post("/evaluations", status_code=202, response_model=EvaluationRunOut)
-def create_evaluation(body: EvaluationIn, session: SessionDep, queue: QueueDep, team: TeamDep):
-    run = submit_run(session, team, body.tokenizer, body.version, body.reference, body.corpora)
+def create_evaluation(request: Request, body: EvaluationIn, session: SessionDep, queue: QueueDep,
+                      team: ExpensiveTeamDep):
+    run = submit_run(session, team, body.tokenizer, body.version, body.reference, body.corpora,
+                     team_quotas(request, team.id).queued_jobs)
     session.commit()
     queue.send_evaluation(run.id)  # if the broker is away, the run stays queued and the sweeper sends it
     return run_out(session, run)
@@ -33,5 +35,5 @@ def dashboard_fertility(session: SessionDep, team: TeamDep, tokenizer: str | Non
 
 
 @router.post("/references/{name}/encode", response_model=EncodeOut)
-def encode_reference(body: EncodeIn, team: TeamDep, name: str):
+def encode_reference(body: EncodeIn, team: ExpensiveTeamDep, name: str):
     return encode_with_reference(name, body.text)

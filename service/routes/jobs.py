@@ -3,10 +3,10 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 
-from service.deps import PageDep, QueueDep, SessionDep, TeamDep
+from service.deps import ExpensiveTeamDep, PageDep, QueueDep, SessionDep, TeamDep, team_quotas
 from service.inputs import check_text
 from service.schemas import JobIn, JobOut, Listing
 from tokenmill.jobs.submission import IDEMPOTENCY_FIELD, cancel_job, get_job, list_jobs, submit_job
@@ -16,15 +16,16 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 @router.post("", status_code=202, response_model=JobOut)
 def create_job(
+    request: Request,
     body: JobIn,
     session: SessionDep,
     queue: QueueDep,
-    team: TeamDep,
+    team: ExpensiveTeamDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ):
     check_text(idempotency_key, IDEMPOTENCY_FIELD)
     job, created = submit_job(session, team, body.tokenizer, body.spec, body.train_corpora,
-                              body.eval_corpora, idempotency_key)
+                              body.eval_corpora, idempotency_key, team_quotas(request, team.id).queued_jobs)
     session.commit()
     if created:
         queue.send_training(job.id)  # if the broker is away, the job stays queued and the sweeper sends it

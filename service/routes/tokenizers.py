@@ -4,7 +4,7 @@ playground and the cost report."""
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from service.deps import PageDep, SessionDep, StoreDep, TeamDep
+from service.deps import ExpensiveTeamDep, PageDep, SessionDep, StoreDep, TeamDep
 from service.downloads import MEDIA_TYPES, bundle_response, file_response
 from service.schemas import EncodeIn, EncodeOut, Listing, TokenizerOut, VersionOut
 from service.schemas_evaluations import VersionEvaluationsOut
@@ -59,7 +59,7 @@ def read_evaluations(session: SessionDep, team: TeamDep, name: str, version: str
 
 
 @router.post("/{name}/versions/{version}/encode", response_model=EncodeOut)
-def encode(request: Request, body: EncodeIn, session: SessionDep, store: StoreDep, team: TeamDep, name: str,
+def encode(request: Request, body: EncodeIn, session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str,
            version: str):
     row = get_version(session, team, name, version)
     session.commit()  # the encode may take its whole time limit: hold no database connection meanwhile
@@ -67,7 +67,7 @@ def encode(request: Request, body: EncodeIn, session: SessionDep, store: StoreDe
 
 
 @router.get("/{name}/versions/{version}/report", response_model=CostReportOut)
-def read_report(session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str):
+def read_report(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str, version: str):
     """What the version costs next to GPT-2, cl100k_base and o200k_base (tokenmill.playground.cost_report)."""
     row = get_version(session, team, name, version)
     measured = measured_costs(session, store, team, row)

@@ -17,12 +17,17 @@ from tokenmill.errors import InvalidInput, NotFound
 from tokenmill.evaluation.references import REFERENCE_NAMES
 from tokenmill.evaluation.reports import evaluation_out, premiums, subject_of
 from tokenmill.models import Corpus, Evaluation, EvaluationRun, Team
+from tokenmill.quotas import refuse_over, usage_of
 from tokenmill.versions.registry import get_version
 
 
 def submit_run(session: Session, team: Team, tokenizer: str | None, version: str | int | None,
-               reference: str | None, corpora: list[str] | None) -> EvaluationRun:
-    """A queued evaluation run, after checking the subject and the corpora exist."""
+               reference: str | None, corpora: list[str] | None, queued_limit: int | None = None) -> EvaluationRun:
+    """A queued evaluation run, after checking the subject and the corpora exist, and the team's
+    queued_jobs quota (`queued_limit`, counted over its evaluation runs)."""
+    if queued_limit is not None:
+        refuse_over("queued_jobs", queued_limit, usage_of(session, team.id).queued_evaluations,
+                    what="queued evaluation runs", retry_after=60)
     if (tokenizer is None) == (reference is None):
         raise InvalidInput("give either 'tokenizer' (with 'version') or 'reference'", field="reference")
     version_id = None

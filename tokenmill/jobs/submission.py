@@ -22,6 +22,7 @@ from tokenmill.db import rowcount, utcnow
 from tokenmill.errors import Conflict, InvalidInput, NotFound
 from tokenmill.models import FINISHED, UNFINISHED, Corpus, Status, Team, TokenizerVersion, TrainingJob
 from tokenmill.pagination import Page, paginate
+from tokenmill.quotas import refuse_over, usage_of
 from tokenmill.training.spec import resolve_spec
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -45,13 +46,18 @@ def submit_job(
     train_corpora: Sequence[str],
     eval_corpora: Sequence[str] | None,
     idempotency_key: str | None = None,
+    queued_limit: int | None = None,
 ) -> tuple[TrainingJob, bool]:
-    """A queued job (and True), or the job this Idempotency-Key already made for the same request (and False)."""
+    """A queued job (and True), or the job this Idempotency-Key already made for the same request (and False).
+    `queued_limit`: the team's queued_jobs quota (tokenmill.quotas); a replay is answered whatever it is."""
     fingerprint = request_sha256(tokenizer, spec, train_corpora, eval_corpora)
     if idempotency_key:
         existing = _by_idempotency_key(session, team, idempotency_key)
         if existing is not None:
             return _replayed(existing, fingerprint), False
+    if queued_limit is not None:
+        refuse_over("queued_jobs", queued_limit, usage_of(session, team.id).queued_jobs, what="queued jobs",
+                    retry_after=60)
     check_tokenizer_name(tokenizer)
     resolved = resolve_spec(spec if isinstance(spec, dict) else {})
     if not train_corpora:

@@ -21,7 +21,8 @@ def database_url():
 
 @pytest.fixture(scope="session")
 def broker_url():
-    return services.check_redis()
+    with services.redis_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

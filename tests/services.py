@@ -91,6 +91,30 @@ def check_redis() -> str:
 
 
 @contextmanager
+def redis_server():
+    """A Redis server of this run's own, on a free loopback port (the machine's redis-server binary),
+    so that two test runs on one machine never consume each other's Celery tasks; yields its URL.
+    TOKENMILL_TEST_REDIS names a server to share instead (its databases from TOKENMILL_TEST_REDIS_DB)."""
+    if "TOKENMILL_TEST_REDIS" in os.environ:
+        yield check_redis()
+        return
+    port = free_port()
+    try:
+        process = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                                    "--appendonly", "no", "--databases", "32"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise RuntimeError("redis-server is not installed: the tests start a Redis of their own with it") from None
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        wait_for(lambda: redis.Redis.from_url(url, socket_timeout=1).ping(), "this run's Redis server")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@contextmanager
 def s3_server():
     """moto's standalone S3 server on a free loopback port; yields its endpoint URL."""
     os.environ.update(AWS_ENV)

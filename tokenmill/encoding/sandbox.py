@@ -224,6 +224,10 @@ class Sandbox:
         self._busy: Counter[str | None] = Counter()
         self._count = 0  # idle + busy processes
         self._closed = False
+        # What operators see (GET /metrics): checkouts, time spent waiting for a process, refusals.
+        self._checkouts = 0
+        self._wait_seconds = 0.0
+        self._refusals = 0
         with self._changed:
             self._top_up()
 
@@ -254,6 +258,13 @@ class Sandbox:
         with self._checkout(None) as worker:
             return cast(int, self._run(worker, ("split", pattern, texts), timeout)[1])
 
+    def stats(self) -> dict[str, float]:
+        """The pool's size and use now, and its totals since it started (for GET /metrics)."""
+        with self._changed:
+            busy = sum(self._busy.values())
+            return {"size": self.size, "busy": busy, "idle": len(self._idle), "checkouts_total": self._checkouts,
+                    "wait_seconds_total": self._wait_seconds, "busy_refusals_total": self._refusals}
+
     def close(self) -> None:
         """Stop every process; busy ones are stopped when their request ends."""
         with self._changed:
@@ -275,7 +286,8 @@ class Sandbox:
             self._give_back(worker, owner)
 
     def _take(self, owner: str | None) -> _Worker:
-        deadline = time.monotonic() + self.wait
+        began = time.monotonic()
+        deadline = began + self.wait
         with self._changed:
             while True:
                 if self._closed:
@@ -288,9 +300,13 @@ class Sandbox:
                         worker.kill()
                         continue
                     self._busy[owner] += 1
+                    self._checkouts += 1
+                    self._wait_seconds += time.monotonic() - began
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
+                    self._refusals += 1
+                    self._wait_seconds += time.monotonic() - began
                     who = "your team's" if mine else "all"
                     raise Busy(f"{who} encoding processes are busy with other texts; try again shortly",
                                math.ceil(self.timeout))

@@ -102,9 +102,18 @@ def spend_request(request: Request, team: Team, bucket: str) -> None:
     request.app.state.rate_limits.take(bucket, team_quotas(request, team.id).requests_per_minute)
 
 
+def spend_dashboard_request(request: Request, team: Team) -> None:
+    """An expensive dashboard request: a team's signed-in sessions share one bucket."""
+    spend_request(request, team, f"team:{team.id}")
+
+
 def get_rate_limited_team(request: Request, team: TeamDep) -> Team:
     """The team, once its API key's bucket gave a token for this expensive request."""
-    spend_request(request, team, getattr(request.state, KEY_STATE, None) or f"team:{team.id}")
+    key = getattr(request.state, KEY_STATE, None)
+    if key is None:
+        spend_dashboard_request(request, team)
+    else:
+        spend_request(request, team, key)
     return team
 
 

@@ -69,9 +69,9 @@ class Settings(BaseSettings):
     quota_queued_jobs: int = Field(default=20, ge=0)  # queued training jobs; evaluation runs count apart
     quota_running_jobs: int = Field(default=2, ge=0)  # started at once per team (and evaluation runs apart)
     quota_concurrent_uploads: int = Field(default=2, ge=0)
-    quota_requests_per_minute: int = Field(default=120, ge=0)  # expensive endpoints, per API key
+    quota_requests_per_minute: int = Field(default=600, ge=0)  # expensive endpoints, per API key
     # The token bucket's depth: how many expensive requests a key may send at once before the rate applies.
-    rate_burst: int = Field(default=20, ge=1)
+    rate_burst: int = Field(default=60, ge=1)
     # GET /metrics (Prometheus text): off unless enabled; with a token, only `Authorization: Bearer <token>`.
     metrics_enabled: bool = True
     metrics_token: SecretStr | None = None

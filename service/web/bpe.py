@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 from pydantic import ValidationError
 from sqlalchemy import select
 
-from service.deps import SessionDep, StoreDep
+from service.deps import SessionDep, StoreDep, spend_dashboard_request
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import FONT, MARK, PALETTE, linear_domain, tick_label
 from service.web.render import WebRoute, render, templates
@@ -191,8 +191,9 @@ def carried_fields(values: dict[str, Any], mode: str) -> list[tuple[str, str]]:
 
 
 @router.post("/bpe/steps")
-def bpe_states(body: BpeStepsIn, session: SessionDep, store: StoreDep, web: ScriptSessionDep):
+def bpe_states(request: Request, body: BpeStepsIn, session: SessionDep, store: StoreDep, web: ScriptSessionDep):
     """Up to WINDOW states from `start`, as the page's HTML, with the run's vocabulary and merges."""
+    spend_dashboard_request(request, web.team)
     run, about = compute(session, store, web.team, body, count=WINDOW)
     return JSONResponse({
         "mode": about["mode"], "heading": run_heading(about), "total_steps": len(run.merges), "done": run.done,

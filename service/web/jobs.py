@@ -13,13 +13,13 @@ from fastapi import APIRouter, Query, Request
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.deps import QueueDep, SessionDep
+from service.deps import QueueDep, SessionDep, spend_dashboard_request, team_quotas
 from service.inputs import MAX_PAGE
 from service.schemas import JobOut
 from service.web.auth import FormDep, WebSession, WebSessionDep
 from service.web.render import WebRoute, render, see_other
 from service.web.spec_form import form_values, spec_fields, spec_from_form
-from tokenmill.errors import InvalidInput
+from tokenmill.errors import InvalidInput, OverQuota
 from tokenmill.jobs.submission import IDEMPOTENCY_FIELD, cancel_job, get_job, list_jobs, submit_job
 from tokenmill.models import FINISHED, Corpus
 from tokenmill.pagination import Page, page_count
@@ -59,13 +59,14 @@ def team_corpora(session: Session, web: WebSession) -> list[Corpus]:
     return list(session.scalars(select(Corpus).where(Corpus.team_id == web.team.id).order_by(Corpus.created_at.desc())))
 
 
-def _job_form(request: Request, session: Session, web: WebSession, form=None, error: InvalidInput | None = None):
+def _job_form(request: Request, session: Session, web: WebSession, form=None,
+              error: InvalidInput | OverQuota | None = None):
     fields = spec_fields()
     chosen = {"train_corpora": form.getlist("train_corpora") if form else [],
               "eval_corpora": form.getlist("eval_corpora") if form else []}
     # The form keeps its key across corrections; a key already spent on other values gets a fresh one.
     key = form.get("idempotency_key") if form and not (error and error.field == IDEMPOTENCY_FIELD) else None
-    return render(request, "job_form.html", web, status_code=422 if error else 200, fields=fields,
+    return render(request, "job_form.html", web, status_code=error.status if error else 200, fields=fields,
                   values=form_values(fields, form), corpora=team_corpora(session, web), chosen=chosen,
                   tokenizer=(form.get("tokenizer") or "") if form else "", error=error,
                   idempotency_key=key or uuid.uuid4().hex)
@@ -78,12 +79,14 @@ def new_job_page(request: Request, session: SessionDep, web: WebSessionDep):
 
 @router.post("/jobs/new")
 def submit(request: Request, web: WebSessionDep, form: FormDep, session: SessionDep, queue: QueueDep):
+    spend_dashboard_request(request, web.team)
     eval_corpora = form.getlist("eval_corpora")
     try:
         job, created = submit_job(session, web.team, str(form.get("tokenizer") or "").strip(),
                                   spec_from_form(spec_fields(), form), form.getlist("train_corpora"),
-                                  eval_corpora or None, str(form.get("idempotency_key") or "") or None)
-    except InvalidInput as exc:
+                                  eval_corpora or None, str(form.get("idempotency_key") or "") or None,
+                                  team_quotas(request, web.team.id).queued_jobs)
+    except (InvalidInput, OverQuota) as exc:
         session.rollback()
         return _job_form(request, session, web, form, exc)
     session.commit()

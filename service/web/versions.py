@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from markupsafe import Markup, escape
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from service.deps import SessionDep, StoreDep
+from service.deps import SessionDep, StoreDep, spend_dashboard_request
 from service.downloads import bundle_response, file_response
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import Axis, Series, empty_chart, line_chart
@@ -37,7 +37,7 @@ from tokenmill.playground.cost_report import combine, measured_costs, probed_cos
 from tokenmill.playground.encode import MAX_TEXT, encode_with_reference, encode_with_version
 from tokenmill.store import ObjectStore
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.versions.diff import load_vocabulary, readable_token, vocabulary_diff
+from tokenmill.versions.diff import readable_token, versions_diff
 from tokenmill.versions.registry import get_version, list_names, list_versions
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
@@ -180,6 +180,7 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
                  nbest_size: Annotated[str | None, Query(max_length=30)] = None,
                  seed: Annotated[str | None, Query(max_length=30)] = None,
                  reseed: Annotated[str | None, Query(max_length=30)] = None):
+    spend_dashboard_request(request, web.team)  # the cost report, the diff and the playground's encodes
     row = get_version(session, web.team, name, version)
     evaluations = version_evaluations(session, web.team, row)
     previous = previous_version(session, web.team, row)
@@ -191,7 +192,7 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
     except TokenmillError as exc:  # shown where the comparison's tokens would be, as an encode's failure is
         target = exc
     session.commit()  # the rest reads the store and encodes in the sandbox: hold no database connection meanwhile
-    diff = vocabulary_diff(load_vocabulary(store, previous), load_vocabulary(store, row)) if previous else None
+    diff = versions_diff(store, previous, row) if previous else None
     given = {"dropout": dropout, "alpha": alpha, "nbest_size": nbest_size, "seed": seed if reseed is None else reseed}
     controls = sampling_controls(row, "on" if reseed is not None else sample, given)  # "Next seed" samples
     results, status, headers = [], 200, {}
@@ -238,6 +239,7 @@ class PlaygroundIn(BaseModel):
 @router.post("/playground/encode")
 def encode(request: Request, body: PlaygroundIn, session: SessionDep, store: StoreDep, web: ScriptSessionDep):
     """One playground panel: ids, tokens and counts, plus the boxes as HTML."""
+    spend_dashboard_request(request, web.team)
     sampling = None if body.sampling is None else checked_options(body.sampling)
     target = resolve_target(session, web.team, body.target)
     session.commit()  # the encode may take its whole time limit: hold no database connection meanwhile

@@ -227,3 +227,15 @@ def test_the_version_page_shows_the_per_language_tables_of_the_report(app_client
             cells = table.split(f'<th scope="row">{row["language"]}</th>')[1].split("</tr>")[0]
             for subject, value in row["values"].items():
                 assert f'data-subject="{subject}">{shown(value)}' in cells, (table_id, row["language"], subject)
+
+
+def test_a_report_asked_again_is_not_recomputed(client, monkeypatch):
+    # Reading every evaluation's token counts is the report's cost: once per change of the team's evaluations.
+    first = client.get(URL)
+    assert first.status_code == 200
+    calls = []
+    real = cost_report._measured_costs
+    monkeypatch.setattr(cost_report, "_measured_costs", lambda *a: calls.append(1) or real(*a))
+    again = client.get(URL)
+    assert again.status_code == 200 and again.json() == first.json()
+    assert calls == []

@@ -12,7 +12,6 @@ from tokenmill.playground.bpe_replay import (
     read_sample,
     replay,
     sample_words,
-    split_patterns,
 )
 from tokenmill.playground.bpe_steps import DEFAULT_CORPUS, MAX_CHARACTERS, corpus_words, step_through
 from tokenmill.training import with_tokenizers
@@ -27,7 +26,7 @@ def trained(**spec) -> str:
     return with_tokenizers.train(resolve_spec({"vocab_size": 350, **spec}), TEXTS).to_str()
 
 
-def replayed(tokenizer_json: str, steps: int = 60):
+def replayed_on_texts(tokenizer_json: str, steps: int = 60):
     model = json.loads(tokenizer_json)["model"]
     sample = read_sample(iter(TEXTS), 100)
     words = sample_words(pre_tokenize(tokenizer_json, sample.texts), model.get("continuing_subword_prefix"),
@@ -42,7 +41,7 @@ def replayed(tokenizer_json: str, steps: int = 60):
 ])
 def test_on_its_own_training_text_each_merge_was_the_samples_most_frequent_pair(spec):
     tokenizer_json = trained(**spec)
-    run = replayed(tokenizer_json)
+    run = replayed_on_texts(tokenizer_json)
     assert [m.pair for m in run.merges] == parse_merges(tokenizer_json.encode())[:60]
     for state in run.states[:-1]:
         assert state.next.count == state.pairs[0][1] > 0, (state.step, state.next, state.pairs[:3])
@@ -50,9 +49,9 @@ def test_on_its_own_training_text_each_merge_was_the_samples_most_frequent_pair(
 
 
 def test_the_words_start_as_the_model_starts_them():
-    byte_level = replayed(trained(), 0).states[0].words
+    byte_level = replayed_on_texts(trained(), 0).states[0].words
     assert any(w.tokens[:2] == ("Ġ", "t") for w in byte_level)  # " the" as GPT-2's byte characters
-    suffixed = replayed(trained(byte_level=False, pre_tokenizer="whitespace", end_of_word_suffix="</w>"), 0)
+    suffixed = replayed_on_texts(trained(byte_level=False, pre_tokenizer="whitespace", end_of_word_suffix="</w>"), 0)
     assert all(w.tokens[-1].endswith("</w>") for w in suffixed.states[0].words)
     assert sample_words(["abc"], prefix="##")[0].tokens == ("a", "##b", "##c")
 
@@ -91,7 +90,3 @@ def test_the_sample_stops_before_the_character_bound():
     assert (lines.texts, lines.characters, lines.truncated) == (["a", "b"], 2, False)
 
 
-def test_split_patterns_are_found_inside_sequences():
-    pre = json.loads(trained(pre_tokenizer_regex=r"\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+"))["pre_tokenizer"]
-    assert split_patterns(pre) == [r"\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+"]
-    assert split_patterns(json.loads(trained(byte_level=False, pre_tokenizer="metaspace"))["pre_tokenizer"]) == []

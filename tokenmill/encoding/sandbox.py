@@ -28,6 +28,7 @@ Windows/macOS fine points (spawn works there; the memory watch needs psutil, a d
 """
 
 import atexit
+import importlib
 import logging
 import math
 import os
@@ -47,7 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import psutil
 
-from tokenmill.errors import Busy
+from tokenmill.errors import Busy, InvalidInput
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -154,8 +155,16 @@ def _split(cache: _Cache, pattern: str, texts: list[str]) -> int:
     return sum(len(splitter.pre_tokenize_str(text)) for text in texts)
 
 
+def _call(cache: _Cache, target: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Call `module:function` of tokenmill (imported here, so the caller's layer need not import it)."""
+    module, _, name = target.partition(":")
+    if not module.startswith("tokenmill."):
+        raise ValueError(f"not a tokenmill function: {target}")
+    return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+
 _WORK: dict[str, Callable[..., Any]] = {"encode": _encode, "load": _load, "sample": _sample,
-                                        "load_sampler": _load_sampler, "split": _split}
+                                        "load_sampler": _load_sampler, "split": _split, "call": _call}
 
 
 def serve(fd: int) -> None:
@@ -175,6 +184,8 @@ def serve(fd: int) -> None:
             reply = ("ok", _WORK[work](cache, *args))
         except _Miss:
             reply = ("miss", None)
+        except InvalidInput as exc:  # a refusal the caller passes on as it is, naming its field
+            reply = ("refused", (exc.detail, exc.field))
         except Exception as exc:
             reply = ("error", f"{type(exc).__name__}: {exc}")
         except BaseException as exc:  # pyo3's PanicException (a regex engine giving up) is one
@@ -253,10 +264,18 @@ class Sandbox:
                 status, value = self._run(worker, message, self.timeout)
             return value
 
-    def split(self, pattern: str, texts: list[str], timeout: float) -> int:
+    def split(self, pattern: str, texts: list[str], timeout: float, owner: str | None = None) -> int:
         """How many pieces the tokenizers Split pre-tokenizer cuts the texts into, within `timeout`."""
-        with self._checkout(None) as worker:
+        with self._checkout(owner) as worker:
             return cast(int, self._run(worker, ("split", pattern, texts), timeout)[1])
+
+    def call(self, target: str, *args: Any, timeout: float, owner: str | None, **kwargs: Any) -> Any:
+        """`module:function`(*args, **kwargs) of tokenmill in a process of the pool, within `timeout`
+        and the memory limit: work on a request's data that must not hold the caller's process
+        (compiling a submitted regex, BPE steps). Its InvalidInput is raised here as it was there;
+        its value must pickle."""
+        with self._checkout(owner) as worker:
+            return self._run(worker, ("call", target, args, kwargs), timeout)[1]
 
     def stats(self) -> dict[str, float]:
         """The pool's size and use now, and its totals since it started (for GET /metrics)."""
@@ -379,6 +398,9 @@ class Sandbox:
             raise Failed(f"its process died (exit code {worker.process.poll()})", "died") from None
         if status in ("error", "panic"):
             raise Failed(value, status)
+        if status == "refused":
+            detail, field_name = value
+            raise InvalidInput(detail, field=field_name)
         return status, value
 
     @staticmethod

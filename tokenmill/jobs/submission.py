@@ -59,7 +59,7 @@ def submit_job(
         refuse_over("queued_jobs", queued_limit, usage_of(session, team.id).queued_jobs, what="queued jobs",
                     retry_after=60)
     check_tokenizer_name(tokenizer)
-    resolved = resolve_spec(spec if isinstance(spec, dict) else {})
+    resolved = resolve_spec(spec if isinstance(spec, dict) else {}, owner=str(team.id))
     if not train_corpora:
         raise InvalidInput("'train_corpora' must name at least one corpus", field="train_corpora")
     train = team_corpora(session, team, parse_ids(train_corpora, "train_corpora"), "train_corpora")

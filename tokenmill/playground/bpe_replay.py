@@ -9,8 +9,9 @@ counts (tokenmill.playground.bpe_steps) beside the merge the version actually ma
 where the sample agrees with the training corpus and where it does not.
 
 A version's pre-tokenization regex can backtrack for minutes on some text, inside Rust code
-that cannot be interrupted (see tokenmill.encoding.sandbox): each regex the version splits with is
-first run on the sample in a sandbox process, bounded in time, and only then here.
+that cannot be interrupted (see tokenmill.encoding.sandbox), and the replay itself is pure
+Python: `replayed` runs in a sandbox process, bounded in time and memory, on the team's share
+(tokenmill.playground.bpe_runs); this process only reads the store (`version_sample`).
 
 Deliberately not handled: models other than BPE (Unigram and WordPiece learn no merge list:
 refused), and sentencepiece's BPE, whose tokenizer.json merges are rebuilt from piece
@@ -28,7 +29,6 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from tokenmill.corpora.reading import corpus_documents
-from tokenmill.encoding import sandbox
 from tokenmill.errors import InvalidInput
 from tokenmill.models import Corpus, TokenizerVersion
 from tokenmill.playground.bpe_steps import (
@@ -138,57 +138,35 @@ def read_sample(documents: Iterator[str], lines: int) -> Sample:
     return Sample(texts, total, False)
 
 
-def split_patterns(node: Any) -> list[str]:
-    """Every regex a pre-tokenizer (as tokenizer.json writes it) splits with, in Sequences too."""
-    if not isinstance(node, dict):
-        return []
-    found = [node["pattern"]["Regex"]] if node.get("type") == "Split" and "Regex" in (node.get("pattern") or {}) else []
-    for child in node.get("pretokenizers") or []:
-        found += split_patterns(child)
-    return found
-
-
 def pre_tokenize(tokenizer_json: str, texts: list[str]) -> list[str]:
-    """The texts as the version's normalizer and pre-tokenizer cut them, each regex first tried in the sandbox."""
+    """The texts as the version's normalizer and pre-tokenizer cut them (in a sandbox process: its
+    regex may backtrack for as long as the process is let run)."""
     tokenizer = Tokenizer.from_str(tokenizer_json)
     if tokenizer.normalizer is not None:
         texts = [tokenizer.normalizer.normalize_str(text) for text in texts]
     if tokenizer.pre_tokenizer is None:
         return texts  # the model sees each line whole
-    _probe(split_patterns(json.loads(tokenizer_json).get("pre_tokenizer")), texts)
     return [piece for text in texts for piece, _ in tokenizer.pre_tokenizer.pre_tokenize_str(text)]
 
 
-def _probe(patterns: list[str], texts: list[str]) -> None:
-    """Split the texts with each pattern in a sandbox process first: one that passes the time limit
-    there would hold this process (and the GIL) as long."""
-    if not patterns:
-        return
-    pool = sandbox.current()
-    for pattern in patterns:
-        try:
-            pool.split(pattern, texts, pool.timeout)
-        except sandbox.TimedOut:
-            raise InvalidInput(f"the version's pre-tokenization regex took longer than {pool.timeout:g}s on this "
-                               "sample (catastrophic backtracking?): try another corpus or fewer lines",
-                               field="corpus_id") from None
-        except sandbox.SandboxError as exc:
-            raise InvalidInput(f"the version's pre-tokenization regex failed on this sample ({exc})",
-                               field="corpus_id") from None
-
-
-def version_steps(store: ObjectStore, version: TokenizerVersion, corpus: Corpus, steps: int,
-                  lines: int = SAMPLE_LINES, start: int = 0, count: int | None = None) -> tuple[Run, Sample]:
-    """The version's first `steps` merges replayed on the first `lines` lines of the corpus."""
-    check_steps(steps, start)
-    if not 1 <= lines <= MAX_SAMPLE_LINES:
-        raise InvalidInput(f"'lines' must be between 1 and {MAX_SAMPLE_LINES}", field="lines")
-    raw = store.get_bytes(version_file(version, "tokenizer.json")["key"]).decode("utf-8")
-    model = json.loads(raw)["model"]
+def replayed(tokenizer_json: str, texts: list[str], steps: int, start: int = 0, count: int | None = None) -> Run:
+    """The version's first `steps` merges replayed on the texts, cut as the version cuts them.
+    Called in a sandbox process (tokenmill.playground.bpe_runs)."""
+    model = json.loads(tokenizer_json)["model"]
     merges = model_merges(model)
-    sample = read_sample(corpus_documents(store, corpus), lines)
-    words = sample_words(pre_tokenize(raw, sample.texts), model.get("continuing_subword_prefix"),
+    words = sample_words(pre_tokenize(tokenizer_json, texts), model.get("continuing_subword_prefix"),
                          model.get("end_of_word_suffix"))
     if not words:
         raise InvalidInput("the corpus sample has no words", field="corpus_id")
-    return replay(words, merges, steps, start, count), sample
+    return replay(words, merges, steps, start, count)
+
+
+def version_sample(store: ObjectStore, version: TokenizerVersion, corpus: Corpus,
+                   lines: int = SAMPLE_LINES) -> tuple[str, Sample]:
+    """The version's tokenizer.json and the first `lines` lines of the corpus: what a replay runs on."""
+    if not 1 <= lines <= MAX_SAMPLE_LINES:
+        raise InvalidInput(f"'lines' must be between 1 and {MAX_SAMPLE_LINES}", field="lines")
+    raw = store.get_bytes(version_file(version, "tokenizer.json")["key"]).decode("utf-8")
+    model_merges(json.loads(raw)["model"])  # a model without merges is refused before any sampling
+    return raw, read_sample(corpus_documents(store, corpus), lines)
+

@@ -1,6 +1,7 @@
 """A BPE step-through request, checked, and the run it asks for: BPE learning on a typed corpus
 (tokenmill.playground.bpe_steps), or a stored version replaying its first merges on a sample of one of the
-team's corpora (tokenmill.playground.bpe_replay). POST /v1/bpe/steps and the /bpe page both call `compute`."""
+team's corpora (tokenmill.playground.bpe_replay). POST /v1/bpe/steps and the /bpe page both call `compute`.
+Either is pure Python work on request data: it runs in a sandbox process, on the team's share of the pool."""
 
 import uuid
 from typing import Any, Literal
@@ -9,9 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from tokenmill.corpora.rows import get_corpus
+from tokenmill.encoding import sandbox
 from tokenmill.errors import InvalidInput
 from tokenmill.models import Team
-from tokenmill.playground.bpe_replay import MAX_SAMPLE_LINES, SAMPLE_LINES, version_steps
+from tokenmill.playground.bpe_replay import MAX_SAMPLE_LINES, SAMPLE_LINES, version_sample
 from tokenmill.playground.bpe_steps import (
     DEFAULT_CORPUS,
     END_OF_WORD,
@@ -20,12 +22,12 @@ from tokenmill.playground.bpe_steps import (
     MIN_COUNT,
     TIE_BREAKS,
     Run,
-    step_through,
 )
 from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import get_version
 
 CORPUS_FIELDS = ("corpus", "tie_break", "end_of_word", "min_count")
+STEPS_SECONDS = 15.0  # one step-through (learning or replaying), in a sandbox process
 VERSION_FIELDS = ("version", "corpus_id", "lines")
 
 
@@ -60,20 +62,39 @@ def check_fields(body: BpeStepsIn) -> None:
         raise InvalidInput("'corpus_id' is required with 'tokenizer': the corpus to sample", field="corpus_id")
 
 
+def bounded(field: str, target: str, owner: str, *args: Any) -> Run:
+    """A run computed in a sandbox process on the team's share (pure Python, and a version's regex
+    may backtrack): past STEPS_SECONDS or the sandbox's memory it is a 422 naming `field`."""
+    pool = sandbox.current()
+    try:
+        run: Run = pool.call(target, *args, timeout=STEPS_SECONDS, owner=owner)
+    except sandbox.TimedOut:
+        raise InvalidInput(f"these steps took longer than {STEPS_SECONDS:g}s (a long corpus, many steps, or a "
+                           "pre-tokenization regex that backtracks): ask for fewer steps or a shorter text",
+                           field=field) from None
+    except sandbox.SandboxError as exc:
+        raise InvalidInput(f"these steps could not be computed ({exc})", field=field) from None
+    return run
+
+
 def compute(session: Session, store: ObjectStore, team: Team, body: BpeStepsIn,
             count: int | None = None) -> tuple[Run, dict[str, Any]]:
     """The run a body asks for (at most `count` states), and what it was computed on."""
     check_fields(body)
+    owner = str(team.id)
     if body.tokenizer is None:
-        run = step_through(DEFAULT_CORPUS if body.corpus is None else body.corpus, body.steps, body.tie_break,
-                           body.end_of_word, body.min_count, body.start, count)
+        run = bounded("corpus", "tokenmill.playground.bpe_steps:step_through", owner,
+                      DEFAULT_CORPUS if body.corpus is None else body.corpus, body.steps, body.tie_break,
+                      body.end_of_word, body.min_count, body.start, count)
         return run, {"mode": "corpus", "tie_break": body.tie_break, "tie_break_label": TIE_BREAKS[body.tie_break],
                      "end_of_word": END_OF_WORD if body.end_of_word else None, "min_count": body.min_count}
     row = get_version(session, team, body.tokenizer, body.version)
     assert body.corpus_id is not None  # check_fields refuses a version's body without it
     corpus = get_corpus(session, team, body.corpus_id)
-    session.commit()  # reading the store and splitting the sample: hold no database connection meanwhile
-    run, sample = version_steps(store, row, corpus, body.steps, body.lines, body.start, count)
+    session.commit()  # reading the store and replaying the sample: hold no database connection meanwhile
+    tokenizer_json, sample = version_sample(store, row, corpus, body.lines)
+    run = bounded("corpus_id", "tokenmill.playground.bpe_replay:replayed", owner, tokenizer_json, sample.texts,
+                  body.steps, body.start, count)
     return run, {"mode": "version", "tokenizer": row.name, "version": row.version, "corpus_id": str(corpus.id),
                  "corpus_name": corpus.name,
                  "sample": {"lines": len(sample.texts), "characters": sample.characters, "truncated": sample.truncated}}

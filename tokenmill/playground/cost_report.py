@@ -14,6 +14,7 @@ for the next report, in a small cache; a failed probe is reported, not kept.
 Subjects are keyed "version", "gpt2", "cl100k_base", "o200k_base" in every section.
 """
 
+import threading
 import uuid
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from functools import lru_cache
 from typing import Any, TypeVar, cast
 
 import numpy as np
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tokenmill.errors import TokenmillError
@@ -83,7 +85,17 @@ def subjects(row: TokenizerVersion) -> list[dict[str, Any]]:
 
 
 def measured_costs(session: Session, store: ObjectStore, team: Team, row: TokenizerVersion) -> dict[str, Any]:
-    """The sections read from stored evaluations: language tax, continued words, ghost tokens."""
+    """The sections read from stored evaluations: language tax, continued words, ghost tokens.
+    Kept until the team's evaluations change (reading every evaluation's token counts is the
+    report's cost: a report asked for in a loop must not pay it each time)."""
+    count, newest = session.execute(
+        select(func.count(Evaluation.id), func.max(Evaluation.created_at)).where(Evaluation.team_id == team.id)
+    ).one()
+    key = ("measured", row.id, f"{count}:{newest}")
+    return _cached(key, lambda: _measured_costs(session, store, team, row))
+
+
+def _measured_costs(session: Session, store: ObjectStore, team: Team, row: TokenizerVersion) -> dict[str, Any]:
     pairs = _evaluated_together(latest_evaluations(session, team, [row.id]), row.id)
     by_subject = _by_subject(pairs)
     corpora = sorted({c.id: c for _, c in pairs}.values(), key=lambda c: (c.domain, c.language, c.name))
@@ -196,19 +208,23 @@ def ghost_summary(counts: np.ndarray, excluded: np.ndarray, base: np.ndarray, li
 
 # ---- vocabularies ----------------------------------------------------------------------------
 
-CacheKey = tuple[str, uuid.UUID, str]  # what ("vocabulary" or "probe"), version id, tokenizer.json's sha256
+# what ("vocabulary", "probe" or "measured"), the version's id, tokenizer.json's sha256 (or the evaluations' stamp)
+CacheKey = tuple[str, uuid.UUID, str]
 _CACHE: OrderedDict[CacheKey, object] = OrderedDict()
+_CACHE_LOCK = threading.Lock()  # requests run in threads: two may look up or fill it at once
 _T = TypeVar("_T")
 
 
 def _cached(key: CacheKey, make: Callable[[], _T]) -> _T:
-    if key in _CACHE:
-        _CACHE.move_to_end(key)
-        return cast(_T, _CACHE[key])  # what `make` made for this key: a key's first part names its kind
-    value = make()
-    _CACHE[key] = value
-    while len(_CACHE) > _KEPT * 2:  # a probe and a vocabulary per version
-        _CACHE.popitem(last=False)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return cast(_T, _CACHE[key])  # what `make` made for this key: a key's first part names its kind
+    value = make()  # outside the lock: two requests may both make it, neither waits for the other's
+    with _CACHE_LOCK:
+        _CACHE[key] = value
+        while len(_CACHE) > _KEPT * 3:  # a probe, a vocabulary and the measured sections per version
+            _CACHE.popitem(last=False)
     return value
 
 

@@ -4,11 +4,9 @@
 a version records exactly what trained it) or raises InvalidInput naming the field.
 """
 
-import time
 import unicodedata
 from typing import Any, Literal
 
-import regex
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
@@ -36,6 +34,7 @@ SENTENCEPIECE_MAX_PIECE = 512  # sentencepiece refuses a larger max_sentencepiec
 # A custom regex is tried at submission on texts derived from it (tokenmill.encoding.regex_probe), each
 # piece repeated REGEX_PROBE_REPEAT times, plus REGEX_PROBES; each engine gets REGEX_PROBE_SECONDS.
 REGEX_PROBE_SECONDS = 2.0
+REGEX_COMPILE_SECONDS = 5.0  # compiling it, with each engine; the sandbox's memory limit bounds it too
 REGEX_PROBE_REPEAT = 3000
 REGEX_PROBES = ("a" * 3000 + "!", " " * 3000 + "x", "1" * 3000 + "a", ("ab " * 1000) + "\n\u00e9")
 
@@ -108,8 +107,9 @@ def default_special_tokens(algorithm: str, library: str) -> list[str]:
     return ["<|endoftext|>"]
 
 
-def resolve_spec(raw: dict[str, Any]) -> TrainingSpec:
-    """The complete spec for what a user posted, or InvalidInput naming the first bad field."""
+def resolve_spec(raw: dict[str, Any], owner: str | None = None) -> TrainingSpec:
+    """The complete spec for what a user posted, or InvalidInput naming the first bad field.
+    The work on a custom regex runs in sandbox processes on `owner`'s share (the submitting team)."""
     try:
         spec = TrainingSpec.model_validate(raw)
     except ValidationError as exc:
@@ -119,6 +119,9 @@ def resolve_spec(raw: dict[str, Any]) -> TrainingSpec:
     spec = _fill_defaults(spec)
     _check_special_tokens(spec.special_tokens or [])  # first: bounded before any other work on them
     _check_combination(spec)
+    if spec.pre_tokenizer_regex:
+        _check_regex(spec.pre_tokenizer_regex, spec.library, owner)
+    _check_vocab_size(spec)
     return spec
 
 
@@ -193,9 +196,6 @@ def _check_combination(spec: TrainingSpec) -> None:
     if spec.end_of_word_suffix and (spec.algorithm != "bpe" or spec.library != "tokenizers" or spec.byte_level
                                     or spec.pre_tokenizer != "whitespace"):
         _refuse("end_of_word_suffix", "applies to character-level bpe on tokenizers with the whitespace pre_tokenizer")
-    if spec.pre_tokenizer_regex:
-        _check_regex(spec.pre_tokenizer_regex)
-    _check_vocab_size(spec)
 
 
 def _check_parity(spec: TrainingSpec) -> None:
@@ -215,53 +215,52 @@ def _check_distributed(spec: TrainingSpec) -> None:
 
 def _check_rustbpe_rule(spec: TrainingSpec) -> None:
     # rustbpe, and tokenmill, which learns by its rule (a custom regex runs in Python's regex there).
-    from tokenmill.training.with_rustbpe import check_pattern, refusal
+    from tokenmill.training.with_rustbpe import refusal
 
     if (why := refusal(spec)) is not None:
         field, _, reason = why.partition(": ")
         _refuse(field, reason)
-    if spec.pre_tokenizer_regex and spec.library == "rustbpe":
-        try:
-            check_pattern(spec.pre_tokenizer_regex)
-        except ValueError as exc:
-            _refuse("pre_tokenizer_regex", f"rustbpe's regex engine (fancy_regex) refuses it: {exc}")
 
 
-def _check_regex(pattern: str) -> None:
-    try:
-        regex.compile(pattern)
-    except regex.error as exc:
-        _refuse("pre_tokenizer_regex", f"does not compile: {exc}")
-    from tokenizers import Regex
-
-    try:
-        Regex(pattern)
-    except Exception as exc:  # the Rust binding raises a plain Exception
-        _refuse("pre_tokenizer_regex", f"the tokenizers regex engine (Oniguruma) refuses it: {exc}")
-    if regex.fullmatch(pattern, ""):
-        _refuse("pre_tokenizer_regex", "matches the empty string, which would split nothing")
-    # Texts built from the pattern to trigger catastrophic backtracking. First with the engine that
-    # trains and encodes (Oniguruma, through tokenizers' Split), in a sandbox process: it cannot be
-    # interrupted here. The time limit of every encode and job is the backstop for what this misses.
+def _check_regex(pattern: str, library: str, owner: str | None) -> None:
+    """Compile and probe a custom regex, every step in a sandbox process on the owner's share
+    (tokenmill.training.regex_check): none of it may hold this process."""
     from tokenmill.encoding import sandbox
     from tokenmill.encoding.regex_probe import probe_texts
 
+    pool = sandbox.current()
+    check = "tokenmill.training.regex_check"
+    try:
+        why = pool.call(f"{check}:compile_refusal", pattern, library, timeout=REGEX_COMPILE_SECONDS, owner=owner)
+    except sandbox.TimedOut:
+        _refuse("pre_tokenizer_regex", f"takes more than {REGEX_COMPILE_SECONDS:g}s to compile (a large counted "
+                                       "repetition such as (?:a{1000}){1000}?)")
+    except sandbox.OverMemory:
+        _refuse("pre_tokenizer_regex", f"needs more than {pool.memory_bytes // 2**20} MiB to compile (a large counted "
+                                       "repetition such as (?:a{1000}){1000}?)")
+    except sandbox.Failed as exc:
+        _refuse("pre_tokenizer_regex", f"could not be compiled ({exc})")
+    if why:
+        _refuse("pre_tokenizer_regex", why)
+    # Texts built from the pattern to trigger catastrophic backtracking. First with the engine that
+    # trains and encodes (Oniguruma, through tokenizers' Split), which cannot be interrupted but by
+    # ending its process; then with the `regex` module (tiktoken's engine backtracks too), which
+    # honours a timeout. The time limit of every encode and job is the backstop for what this misses.
     probes = [*probe_texts(pattern, REGEX_PROBE_REPEAT), *REGEX_PROBES]
     slow = ("backtracks catastrophically (a repeated group inside a repetition?) on text made to trigger it: "
             f"a run of one of its characters {REGEX_PROBE_REPEAT} long, then one that ends the match")
     try:
-        sandbox.current().split(pattern, probes, REGEX_PROBE_SECONDS)
+        pool.split(pattern, probes, REGEX_PROBE_SECONDS, owner)
     except sandbox.TimedOut:
         _refuse("pre_tokenizer_regex", f"{slow}: Oniguruma, the tokenizers engine, took over {REGEX_PROBE_SECONDS:g}s")
     except sandbox.SandboxError as exc:  # over the memory limit, or Oniguruma gave up ("retry-limit-in-match")
         _refuse("pre_tokenizer_regex", f"{slow}: Oniguruma, the tokenizers engine, failed ({exc})")
-    # Then with the `regex` module (tiktoken's engine backtracks too), in this process: it honours
-    # a timeout and, `concurrent`, lets other threads run meanwhile.
-    deadline = time.monotonic() + REGEX_PROBE_SECONDS
     try:
-        for probe in probes:
-            regex.findall(pattern, probe, timeout=max(0.01, deadline - time.monotonic()), concurrent=True)
-    except TimeoutError:
+        too_slow = pool.call(f"{check}:regex_probe_refusal", pattern, probes, REGEX_PROBE_SECONDS,
+                             timeout=2 * REGEX_PROBE_SECONDS + 1, owner=owner)
+    except sandbox.SandboxError:
+        too_slow = True
+    if too_slow:
         _refuse("pre_tokenizer_regex", f"{slow}: the regex engine took over {REGEX_PROBE_SECONDS:g}s")
 
 

@@ -11,6 +11,9 @@ Deliberately not handled: matching tokens across different pre-tokenizers (a byt
 changes of tokens both vocabularies hold.
 """
 
+import threading
+import uuid
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -46,3 +49,24 @@ def readable_token(token: str, byte_level: bool) -> str:
 def load_vocabulary(store: ObjectStore, version: TokenizerVersion) -> dict[str, int]:
     """The token → id map of a version, special tokens included."""
     return load_tokenizer(store, version).get_vocab(with_added_tokens=True)
+
+
+_DIFFS: OrderedDict[tuple[uuid.UUID, uuid.UUID], VocabularyDiff] = OrderedDict()
+_DIFFS_KEPT = 32
+_DIFFS_LOCK = threading.Lock()
+
+
+def versions_diff(store: ObjectStore, old: TokenizerVersion, new: TokenizerVersion) -> VocabularyDiff:
+    """The diff of two versions' vocabularies, kept for the next page view: versions never change,
+    so a page reloaded in a loop costs two loads of tokenizer.json once, not on every view."""
+    key = (old.id, new.id)
+    with _DIFFS_LOCK:
+        if key in _DIFFS:
+            _DIFFS.move_to_end(key)
+            return _DIFFS[key]
+    diff = vocabulary_diff(load_vocabulary(store, old), load_vocabulary(store, new))
+    with _DIFFS_LOCK:
+        _DIFFS[key] = diff
+        while len(_DIFFS) > _DIFFS_KEPT:
+            _DIFFS.popitem(last=False)
+    return diff

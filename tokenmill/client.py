@@ -49,6 +49,14 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     p.add_argument("id", help="job id")
     common(p)
 
+    p = sub.add_parser("import", help="import a tokenizer file (tokenizer.json, tokenizer.model or a tiktoken "
+                                      "rank file) as the next version of NAME")
+    p.add_argument("name", help="tokenizer name")
+    p.add_argument("file", type=Path)
+    p.add_argument("--pat-str", help="a tiktoken rank file's split regex")
+    p.add_argument("--special-tokens", help='a tiktoken rank file\'s special tokens as JSON, e.g. {"<|endoftext|>": 100257}')
+    common(p)
+
     p = sub.add_parser("download", help="download a version's files: NAME[@VERSION] DIR")
     p.add_argument("ref")
     p.add_argument("dir", type=Path)
@@ -159,9 +167,18 @@ def download(args: argparse.Namespace) -> int:
     return 0
 
 
+def import_tokenizer(args: argparse.Namespace) -> int:
+    data = {k: v for k, v in (("pat_str", args.pat_str), ("special_tokens", args.special_tokens)) if v}
+    with _client(args) as http, args.file.open("rb") as handle:
+        version = _check(http.post(f"/v1/tokenizers/{args.name}/versions", data=data,
+                                   files={"file": (args.file.name, handle)}))
+    print(json.dumps(version, indent=2))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Run a client command; a file or server that is not there is one line on stderr, exit 1."""
-    command = {"corpus": upload, "train": train, "job": show_job}.get(args.command, download)
+    command = {"corpus": upload, "train": train, "job": show_job, "import": import_tokenizer}.get(args.command, download)
     try:
         return command(args)
     except httpx.TransportError as exc:

@@ -38,6 +38,7 @@ class Settings(BaseSettings):
     sweep_queued_after: int = 300
 
     max_upload_bytes: int = 50 * 1024**3
+    max_import_bytes: int = 64 * 1024**2  # an imported tokenizer file (o200k's tokenizer.json is 7 MiB)
     # Hostile input is bounded before it costs anything (README, "Limits").
     max_line_bytes: int = 8 * 1024**2  # one document (a line of text or of JSON), decompressed
     max_json_body_bytes: int = 1024**2  # a JSON request body (uploads are multipart and stream)

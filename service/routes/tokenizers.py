@@ -1,17 +1,38 @@
-"""/v1/tokenizers: names, versions, metadata, files and bundles (service/downloads.py), the encode
-playground and the cost report."""
+"""/v1/tokenizers: names, versions (trained or imported), metadata, files and bundles
+(service/downloads.py), the encode playground and the cost report."""
+
+import json
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
 
-from service.deps import ExpensiveTeamDep, PageDep, SessionDep, StoreDep, TeamDep
+from service.deps import (
+    ExpensiveTeamDep,
+    PageDep,
+    QueueDep,
+    SessionDep,
+    SessionmakerDep,
+    SettingsDep,
+    StoreDep,
+    TeamDep,
+    team_quotas,
+)
 from service.downloads import MEDIA_TYPES, bundle_response, file_response
 from service.schemas import EncodeIn, EncodeOut, Listing, TokenizerOut, VersionOut
 from service.schemas_evaluations import VersionEvaluationsOut
 from service.schemas_report import CostReportOut
+from service.uploads import MultipartUpload, run_upload
+from tokenmill.db import transaction
+from tokenmill.errors import InvalidInput, TooLarge
 from tokenmill.evaluation.reports import version_curve, version_evaluations
+from tokenmill.evaluation.runs import submit_run
+from tokenmill.jobs.submission import check_tokenizer_name
+from tokenmill.models import Team, TokenizerVersion
 from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
 from tokenmill.playground.encode import encode_with_version
+from tokenmill.versions.imports import import_version, parsed_import
 from tokenmill.versions.registry import get_version, list_names, list_versions
 
 router = APIRouter(prefix="/v1/tokenizers", tags=["tokenizers"])
@@ -34,6 +55,81 @@ def read_names(session: SessionDep, team: TeamDep, page: PageDep):
 def read_versions(session: SessionDep, team: TeamDep, page: PageDep, name: str):
     rows, total = list_versions(session, team, name, page)
     return {"items": rows, "total": total, "page": page.page, "limit": page.limit}
+
+
+# The body is read by the route itself (service/uploads.py), so the form is described here.
+IMPORT_FORM = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "required": ["file"],
+    "properties": {
+        "pat_str": {"type": "string", "description": "a tiktoken rank file's split regex (required with one)"},
+        "special_tokens": {"type": "string", "description": 'a tiktoken rank file\'s special tokens, as JSON: '
+                                                            '{"<|endoftext|>": 100257}'},
+        "file": {"type": "string", "format": "binary",
+                 "description": "a Hugging Face tokenizer.json, a sentencepiece model or a tiktoken rank file"},
+    }}}}}}
+IMPORT_FIELDS = ("pat_str", "special_tokens")
+
+
+@router.post("/{name}/versions", status_code=201, response_model=VersionOut, openapi_extra=IMPORT_FORM)
+async def import_tokenizer(request: Request, factory: SessionmakerDep, store: StoreDep, queue: QueueDep,
+                           team: ExpensiveTeamDep, settings: SettingsDep, name: str):
+    """A tokenizer the team uploads becomes the next version of `name`, evaluated on the team's corpora."""
+    check_tokenizer_name(name)
+    upload = MultipartUpload(request, before_file=IMPORT_FIELDS)
+    await upload.read_fields()
+    data = await run_upload(_bounded_file, upload, settings.max_import_bytes)
+    fields = upload.fields
+    imported = await run_in_threadpool(parsed_import, data, fields.get("pat_str") or None,
+                                       _special_tokens(fields.get("special_tokens")), str(team.id))
+    row = await run_in_threadpool(import_version, factory, store, team.id, name, imported, upload.filename, data)
+    run_id = await run_in_threadpool(_queue_evaluation, request, factory, team, row)
+    if run_id is not None:
+        await run_in_threadpool(queue.send_evaluation, run_id)  # if the broker is away, the sweeper sends it
+    return row
+
+
+def _bounded_file(upload: MultipartUpload, limit: int) -> bytes:
+    """The uploaded file's bytes, refused (413 naming `file`) past `limit`."""
+    pieces, size = [], 0
+    chunks = upload.file_chunks() if upload.streams else _spooled_chunks(upload)
+    for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(f"file: an imported tokenizer may hold at most {limit} bytes", field="file")
+        pieces.append(chunk)
+    if not size:
+        raise InvalidInput("file: the upload is empty; send the tokenizer file in a part named 'file'", field="file")
+    return b"".join(pieces)
+
+
+def _spooled_chunks(upload: MultipartUpload):
+    with upload.spooled_file() as spool:
+        while chunk := spool.read(1 << 20):
+            yield chunk
+
+
+def _special_tokens(raw: str | None) -> dict[str, int] | None:
+    if not raw:
+        return None
+    try:
+        value: Any = json.loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and type(v) is int for k, v in value.items()):
+        raise InvalidInput('special_tokens: a JSON object of token to id, e.g. {"<|endoftext|>": 100257}',
+                           field="special_tokens")
+    return value
+
+
+def _queue_evaluation(request: Request, factory, team: Team, row: TokenizerVersion):
+    """An evaluation run of the imported version on all of the team's corpora (none: no run)."""
+    with transaction(factory) as session:
+        try:
+            run = submit_run(session, team, row.name, row.version, None, None,
+                             team_quotas(request, team.id).queued_jobs)
+        except InvalidInput:  # no corpora yet: the version is evaluated when a run is asked for
+            return None
+        return run.id
 
 
 @router.get("/{name}/versions/{version}", response_model=VersionOut)

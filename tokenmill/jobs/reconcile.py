@@ -7,9 +7,13 @@ removes them:
 - `corpora/<team>/<corpus>`: kept while a corpus row names it; otherwise deleted once older
   than the grace period (an upload being registered has no row yet);
 - `versions/<team>/<job>/<file>`: kept while its job is queued or running, or when the job
-  made a version; otherwise deleted (failed, cancelled, deleted or vanished jobs); its spilled
+  made a version; otherwise deleted (failed, cancelled or deleted jobs); its spilled
   counts (`.../counts/...`, distributed counting) only while the job runs, as are its
   `count_parts` rows;
+- `versions/<team>/<version>/<file>`: an imported version's (tokenmill.versions.importing),
+  named by the version's own id: kept while the version exists; an id that names neither a
+  job nor a version (an import being registered, a vanished job) is deleted once older than
+  the grace period;
 - unfinished multipart uploads (S3) and partial writes (a local folder) older than the grace
   period are aborted.
 Keys it does not recognise are left alone.
@@ -45,8 +49,9 @@ def reconcile(factory: sessionmaker[Session], store: ObjectStore, grace_seconds:
     for batch in _batches(store.list_objects("versions/")):
         jobs = {o: _job_of(o.key) for o in batch}
         with factory() as session:
-            working, made = _jobs_keeping_files(session, {job for job in jobs.values() if job is not None})
-        versions += _delete(store, [o for o, job in jobs.items() if job is not None and not _kept(o.key, job, working, made)])
+            working, made, known = _jobs_keeping_files(session, {job for job in jobs.values() if job is not None})
+        versions += _delete(store, [o for o, job in jobs.items() if job is not None and not _kept(o.key, job, working, made)
+                                    and (job in known or o.modified < cutoff)])
     with transaction(factory) as session:
         forget_finished(session)
     aborted = store.abort_unfinished(cutoff)
@@ -55,13 +60,17 @@ def reconcile(factory: sessionmaker[Session], store: ObjectStore, grace_seconds:
     return {"corpus_objects": corpora, "version_objects": versions, "aborted_uploads": aborted}
 
 
-def _jobs_keeping_files(session: Session, jobs: set[uuid.UUID]) -> tuple[set[uuid.UUID], set[uuid.UUID | None]]:
-    # (jobs still queued or running, jobs that made a version)
-    if not jobs:
-        return set(), set()
-    working = session.scalars(select(TrainingJob.id).where(TrainingJob.id.in_(jobs), TrainingJob.status.in_(UNFINISHED)))
-    made = session.scalars(select(TokenizerVersion.job_id).where(TokenizerVersion.job_id.in_(jobs)))
-    return set(working), set(made)
+def _jobs_keeping_files(session: Session, ids: set[uuid.UUID]
+                        ) -> tuple[set[uuid.UUID], set[uuid.UUID | None], set[uuid.UUID]]:
+    # (jobs still queued or running, jobs that made a version or imported versions, ids of known rows)
+    if not ids:
+        return set(), set(), set()
+    jobs: dict[uuid.UUID, str] = {job: status for job, status in session.execute(
+        select(TrainingJob.id, TrainingJob.status).where(TrainingJob.id.in_(ids)))}
+    working = {job for job, status in jobs.items() if status in UNFINISHED}
+    made = set(session.scalars(select(TokenizerVersion.job_id).where(TokenizerVersion.job_id.in_(ids))))
+    imported = set(session.scalars(select(TokenizerVersion.id).where(TokenizerVersion.id.in_(ids))))
+    return working, made | imported, set(jobs) | imported
 
 
 def _kept(key: str, job: uuid.UUID, working: set[uuid.UUID], made: set[uuid.UUID | None]) -> bool:

@@ -120,7 +120,7 @@ def resolve_spec(raw: dict[str, Any], owner: str | None = None) -> TrainingSpec:
     _check_special_tokens(spec.special_tokens or [])  # first: bounded before any other work on them
     _check_combination(spec)
     if spec.pre_tokenizer_regex:
-        _check_regex(spec.pre_tokenizer_regex, spec.library, owner)
+        check_regex(spec.pre_tokenizer_regex, spec.library, owner)
     _check_vocab_size(spec)
     return spec
 
@@ -222,7 +222,7 @@ def _check_rustbpe_rule(spec: TrainingSpec) -> None:
         _refuse(field, reason)
 
 
-def _check_regex(pattern: str, library: str, owner: str | None) -> None:
+def check_regex(pattern: str, library: str, owner: str | None) -> None:
     """Compile and probe a custom regex, every step in a sandbox process on the owner's share
     (tokenmill.training.regex_check): none of it may hold this process."""
     from tokenmill.encoding import sandbox

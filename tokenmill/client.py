@@ -17,9 +17,11 @@ from tqdm import tqdm
 
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    def common(p: argparse.ArgumentParser) -> None:
+    def common(p: argparse.ArgumentParser, listing: bool = False) -> None:
         p.add_argument("--url", default=os.environ.get("TOKENMILL_API_URL", "http://127.0.0.1:8000"))
         p.add_argument("--api-key", default=os.environ.get("TOKENMILL_API_KEY"))
+        if listing:
+            p.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
 
     corpus = sub.add_parser("corpus", help="corpora").add_subparsers(dest="corpus_command", required=True)
     p = corpus.add_parser("upload", help="upload a corpus file (text or jsonl, optionally gzip/zstd)")
@@ -32,6 +34,31 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     p.add_argument("--text-field")
     p.add_argument("--parallel-group")
     common(p)
+
+    p = corpus.add_parser("list", help="the team's corpora")
+    p.add_argument("--domain")
+    p.add_argument("--language")
+    common(p, listing=True)
+    p = corpus.add_parser("show", help="one corpus, with its statistics")
+    p.add_argument("id")
+    common(p, listing=True)
+
+    p = sub.add_parser("jobs", help="recent training jobs, newest first, with their status")
+    p.add_argument("--status", choices=("queued", "running", "succeeded", "failed", "cancelled"))
+    common(p, listing=True)
+    p = sub.add_parser("tokenizers", help="the team's tokenizer names")
+    common(p, listing=True)
+    p = sub.add_parser("versions", help="the versions of a tokenizer")
+    p.add_argument("name")
+    common(p, listing=True)
+    p = sub.add_parser("encode", help="how NAME[@VERSION] (or a reference: gpt2, cl100k_base, o200k_base) "
+                                      "tokenizes TEXT")
+    p.add_argument("ref")
+    p.add_argument("text")
+    common(p, listing=True)
+    p = sub.add_parser("report", help="the cost report of NAME[@VERSION], as tables")
+    p.add_argument("ref")
+    common(p, listing=True)
 
     p = sub.add_parser("train", help="submit a training job")
     p.add_argument("name", help="tokenizer name")
@@ -95,7 +122,7 @@ def _check(response: httpx.Response) -> dict[str, Any]:
 
 def upload(args: argparse.Namespace) -> int:
     size = args.file.stat().st_size
-    data = {"name": args.name or args.file.name, "domain": args.domain, "language": args.language}
+    data = {"name": args.name or corpus_name(args.file), "domain": args.domain, "language": args.language}
     data.update({k: v for k, v in (("format", args.format), ("text_field", args.text_field),
                                    ("parallel_group", args.parallel_group)) if v})
     with _client(args) as http, args.file.open("rb") as handle, tqdm(total=size, unit="B", unit_scale=True, desc="upload") as bar:
@@ -176,9 +203,122 @@ def import_tokenizer(args: argparse.Namespace) -> int:
     return 0
 
 
+SUFFIXES = (".gz", ".zst", ".txt", ".text", ".jsonl", ".ndjson", ".json")
+REFERENCES = ("gpt2", "cl100k_base", "o200k_base")
+SPACE = "\u2423"  # ␣, as the playground draws a space
+
+
+def corpus_name(path: Path) -> str:
+    """A corpus's default name: its file's, without the compression and format suffixes (corpus.txt.zst: corpus)."""
+    name = path.name
+    while (suffix := next((s for s in SUFFIXES if name.lower().endswith(s) and len(name) > len(s)), None)):
+        name = name[: -len(suffix)]
+    return name
+
+
+def _ref(text: str) -> tuple[str, str]:
+    name, _, version = text.partition("@")
+    return name, version or "latest"
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    """Rows as aligned columns under a header (what scripts read is --json)."""
+    cells = [[str(row.get(column, "")) for column in columns] for row in rows]
+    widths = [max([len(column), *(len(line[i]) for line in cells)]) for i, column in enumerate(columns)]
+    print("  ".join(column.upper().ljust(width) for column, width in zip(columns, widths)).rstrip())
+    for line in cells:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
+
+
+def _show(args: argparse.Namespace, answer: dict[str, Any], rows: list[dict[str, Any]], columns: list[str]) -> int:
+    if args.json:
+        print(json.dumps(answer, indent=2))
+    else:
+        _table(rows, columns)
+    return 0
+
+
+def list_corpora(args: argparse.Namespace) -> int:
+    if args.corpus_command == "show":
+        with _client(args) as http:
+            corpus = _check(http.get(f"/v1/corpora/{args.id}"))
+        facts = [{"field": key, "value": value} for key, value in corpus.items() if key != "statistics"]
+        facts += [{"field": f"statistics.{key}", "value": value} for key, value in (corpus.get("statistics") or {}).items()
+                  if not isinstance(value, (list, dict))]
+        return _show(args, corpus, facts, ["field", "value"])
+    params = {k: v for k, v in (("domain", args.domain), ("language", args.language)) if v}
+    with _client(args) as http:
+        answer = _check(http.get("/v1/corpora", params={**params, "limit": 200}))
+    return _show(args, answer, answer["items"], ["id", "name", "domain", "language", "lines", "bytes"])
+
+
+def list_jobs(args: argparse.Namespace) -> int:
+    with _client(args) as http:
+        answer = _check(http.get("/v1/jobs", params={"limit": 20, **({"status": args.status} if args.status else {})}))
+    rows = [{**job, "progress": f"{round(job['progress'] * 100)}%", "version": job.get("version") or ""}
+            for job in answer["items"]]
+    return _show(args, answer, rows, ["id", "tokenizer", "status", "stage", "progress", "version", "created_at"])
+
+
+def list_tokenizers(args: argparse.Namespace) -> int:
+    with _client(args) as http:
+        answer = _check(http.get("/v1/tokenizers", params={"limit": 200}))
+    return _show(args, answer, answer["items"], ["name", "latest", "versions", "updated_at"])
+
+
+def list_versions(args: argparse.Namespace) -> int:
+    with _client(args) as http:
+        answer = _check(http.get(f"/v1/tokenizers/{args.name}/versions", params={"limit": 200}))
+    rows = [{**v, "algorithm": v["spec"].get("algorithm"), "library": v["spec"].get("library"),
+             "source": "imported" if v["lineage"].get("imported") else "trained"} for v in answer["items"]]
+    return _show(args, answer, rows, ["version", "vocab_size", "algorithm", "library", "source", "created_at"])
+
+
+def encode(args: argparse.Namespace) -> int:
+    name, version = _ref(args.ref)
+    path = (f"/v1/references/{name}/encode" if name in REFERENCES and "@" not in args.ref
+            else f"/v1/tokenizers/{name}/versions/{version}/encode")
+    with _client(args) as http:
+        answer = _check(http.post(path, json={"text": args.text}))
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    print(" | ".join(piece.replace(" ", SPACE).replace("\n", "\\n") for piece in answer["pieces"]))
+    print(f"{answer['count']} tokens, {answer['chars_per_token']:.2f} characters per token; ids: {answer['ids']}")
+    return 0
+
+
+def report(args: argparse.Namespace) -> int:
+    name, version = _ref(args.ref)
+    with _client(args) as http:
+        answer = _check(http.get(f"/v1/tokenizers/{name}/versions/{version}/report"))
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    subjects = [s["key"] for s in answer["subjects"]]
+    labels = {s["key"]: s["label"] for s in answer["subjects"]}
+    print(f"Cost report of {answer['name']} v{answer['version']}\n\nCharacters per token, by language")
+    tax = answer["language_tax"]
+    _table([{"language": r["language"], **{labels[k]: _number(r["values"].get(k)) for k in subjects}}
+            for r in tax["chars_per_token"]], ["language", *(labels[k] for k in subjects)])
+    for group in tax["groups"]:
+        print(f"\nPremium against {group['pivot']} (parallel group {group['group']}; 1.00 = as cheap as the pivot)")
+        _table([{"language": r["language"], **{labels[k]: _number((r.get("premium") or {}).get(k)) for k in subjects}}
+                for r in group["languages"]], ["language", *(labels[k] for k in subjects)])
+    return 0
+
+
+def _number(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def run(args: argparse.Namespace) -> int:
     """Run a client command; a file or server that is not there is one line on stderr, exit 1."""
-    command = {"corpus": upload, "train": train, "job": show_job, "import": import_tokenizer}.get(args.command, download)
+    commands = {"train": train, "job": show_job, "import": import_tokenizer, "jobs": list_jobs,
+                "tokenizers": list_tokenizers, "versions": list_versions, "encode": encode, "report": report}
+    command = commands.get(args.command, download)
+    if args.command == "corpus":
+        command = upload if args.corpus_command == "upload" else list_corpora
     try:
         return command(args)
     except httpx.TransportError as exc:

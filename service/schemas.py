@@ -210,3 +210,19 @@ class TeamOut(BaseModel):
     name: str
     quotas: QuotasOut
     usage: UsageOut
+
+
+class ScriptCountsOut(BaseModel):
+    key: str = Field(description='"version", or a reference: gpt2, cl100k_base, o200k_base')
+    label: str
+    counts: dict[str, int] = Field(description="tokens per category (zeros left out), in `categories` order")
+    total: int
+
+
+class VocabularyOut(BaseModel):
+    """Where a vocabulary's budget went, by script (tokenmill.playground.scripts), beside the references."""
+
+    name: str
+    version: int
+    categories: list[str] = Field(description="the categories any subject has a token in, scripts first")
+    subjects: list[ScriptCountsOut]

@@ -20,7 +20,7 @@ from service.deps import (
     team_quotas,
 )
 from service.downloads import MEDIA_TYPES, bundle_response, file_response
-from service.schemas import EncodeIn, EncodeOut, Listing, TokenizerOut, VersionOut
+from service.schemas import EncodeIn, EncodeOut, Listing, TokenizerOut, VersionOut, VocabularyOut
 from service.schemas_evaluations import VersionEvaluationsOut
 from service.schemas_report import CostReportOut
 from service.uploads import MultipartUpload, run_upload
@@ -32,6 +32,7 @@ from tokenmill.jobs.submission import check_tokenizer_name
 from tokenmill.models import Team, TokenizerVersion
 from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
 from tokenmill.playground.encode import encode_with_version
+from tokenmill.playground.scripts import vocabulary_report
 from tokenmill.versions.imports import import_version, parsed_import
 from tokenmill.versions.registry import get_version, list_names, list_versions
 
@@ -169,3 +170,10 @@ def read_report(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, na
     measured = measured_costs(session, store, team, row)
     session.commit()  # the probes' sandbox encodes may take their time limit: hold no database connection meanwhile
     return combine(measured, probed_costs(store, row))
+
+
+@router.get("/{name}/versions/{version}/vocabulary", response_model=VocabularyOut)
+def read_vocabulary(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str, version: str):
+    row = get_version(session, team, name, version)
+    session.commit()  # counting may take a sandbox process's while: hold no database connection meanwhile
+    return vocabulary_report(store, row)

@@ -35,6 +35,7 @@ from tokenmill.models import Team, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
 from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
 from tokenmill.playground.encode import MAX_TEXT, encode_with_reference, encode_with_version
+from tokenmill.playground.scripts import diff_by_script, vocabulary_report
 from tokenmill.store import ObjectStore
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.versions.diff import readable_token, versions_diff
@@ -208,8 +209,14 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
             results = [Markup('<p class="error-text" role="alert">{}</p>').format(escape(exc.detail)), Markup("")]
             status = exc.status
             headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else {}
+    try:
+        scripts = vocabulary_report(store, row)
+    except Busy:
+        scripts = None  # the section says it could not be counted now
+    moved = diff_by_script(str(row.id), str(previous.id), [t for t, _ in diff.added], [t for t, _ in diff.removed],
+                           bool(row.spec.get("byte_level"))) if previous and diff else None
     response = render(request, "version.html", web, status_code=status, row=row, evaluations=evaluations,
-                      previous=previous, diff=diff, diff_shown=DIFF_SHOWN, curve_chart=curve_chart(curve, row),
+                      previous=previous, diff=diff, scripts=scripts, moved=moved, diff_shown=DIFF_SHOWN, curve_chart=curve_chart(curve, row),
                       has_curve=has_curve(row), report=combine(measured, probed_costs(store, row)),
                       spec=spec_items(row.spec), options=options,
                       readable=token_shower(row), compare=compare, text=text if text is not None else PLAYGROUND_TEXT,

@@ -30,6 +30,8 @@ HELP = {
     "lowercase": "Fold the text to lower case first.",
     "split_digits": "Cut numbers into single digits, so every number is spelled digit by digit.",
     "special_tokens": "Tokens kept whole and never merged, one per line; empty uses the algorithm's usual set.",
+    "reserved_special_tokens": "Placeholder special tokens (<|reserved_0|> …) after the named ones: ids held for "
+                               "tokens you add later, so no other id moves.",
     "min_frequency": "Ignore pairs (or pieces) seen fewer times than this in the corpus.",
     "max_token_length": "The longest token allowed, in characters; empty for the library's limit.",
     "end_of_word_suffix": "A marker appended to word-final tokens (character-level bpe with whitespace splitting only).",

@@ -78,3 +78,29 @@ def test_special_tokens_at_the_limits_are_taken():
     assert resolve_spec({"special_tokens": many, "vocab_size": 32000}).special_tokens == many
     long = ["<|" + "y" * (MAX_SPECIAL_TOKEN_CHARS - 4) + "|>", "<|日本語|>", "<\u200d>"]
     assert resolve_spec({"special_tokens": long}).special_tokens == long
+
+
+def test_reserved_special_tokens_follow_the_named_ones_with_stable_ids():
+    from tokenmill.training import with_tokenizers
+    from tokenmill.training.spec import resolve_spec
+
+    spec = resolve_spec({"vocab_size": 400, "special_tokens": ["<s>", "</s>"], "reserved_special_tokens": 3})
+    assert spec.special_tokens == ["<s>", "</s>", "<|reserved_0|>", "<|reserved_1|>", "<|reserved_2|>"]
+    tokenizer = with_tokenizers.train(spec, ["a few words to train on", "and a few more words"] * 20)
+    assert [tokenizer.token_to_id(t) for t in spec.special_tokens] == [0, 1, 2, 3, 4]
+    default = resolve_spec({"vocab_size": 400, "reserved_special_tokens": 2})
+    assert default.special_tokens == ["<|endoftext|>", "<|reserved_0|>", "<|reserved_1|>"]
+
+
+def test_reserved_special_tokens_count_against_the_limit():
+    import pytest
+
+    from tokenmill.errors import InvalidInput
+    from tokenmill.training.spec import resolve_spec
+
+    with pytest.raises(InvalidInput) as refused:
+        resolve_spec({"vocab_size": 5000, "special_tokens": ["<|reserved_0|>"], "reserved_special_tokens": 1})
+    assert refused.value.field == "spec.special_tokens"
+    with pytest.raises(InvalidInput) as refused:
+        resolve_spec({"vocab_size": 5000, "reserved_special_tokens": 1000})
+    assert refused.value.field == "spec.special_tokens"  # 1,001 with <|endoftext|>

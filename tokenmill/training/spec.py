@@ -29,6 +29,7 @@ MAX_VOCAB = 1_000_000
 MAX_INT = 2**31 - 1  # every count and seed fits the int32 options of both libraries
 MAX_SPECIAL_TOKENS = 1000  # each is a row of the vocabulary and an entry of every encoder's match table
 MAX_SPECIAL_TOKEN_CHARS = 200
+RESERVED = "<|reserved_{}|>"  # the placeholders of reserved_special_tokens
 SENTENCEPIECE_NORMALIZATIONS = ("none", "nfkc")
 SENTENCEPIECE_MAX_PIECE = 512  # sentencepiece refuses a larger max_sentencepiece_length
 # A custom regex is tried at submission on texts derived from it (tokenmill.encoding.regex_probe), each
@@ -55,6 +56,10 @@ class TrainingSpec(BaseModel):
     lowercase: bool = False
     split_digits: bool = False
     special_tokens: list[str] | None = None
+    # Placeholders (<|reserved_0|> …) after the named special tokens, as Llama 3 keeps them: ids
+    # held for tokens a team adds later without moving any other id. Resolved into special_tokens.
+    reserved_special_tokens: int = Field(0, ge=0, le=MAX_SPECIAL_TOKENS, description=(
+        "how many placeholder special tokens (<|reserved_0|> …) follow the named ones, with stable ids"))
     min_frequency: int = Field(2, ge=0, le=MAX_INT)
     max_token_length: int | None = Field(None, ge=1, le=1024)
     end_of_word_suffix: str | None = Field(None, min_length=1, max_length=10)
@@ -156,6 +161,8 @@ def _fill_defaults(spec: TrainingSpec) -> TrainingSpec:
     special = spec.special_tokens
     if special is None:
         special = default_special_tokens(spec.algorithm, spec.library)
+    if spec.reserved_special_tokens:
+        special = [*special, *(RESERVED.format(i) for i in range(spec.reserved_special_tokens))]
     return spec.model_copy(update={"byte_level": byte_level, "pre_tokenizer": pre_tokenizer, "special_tokens": special})
 
 

@@ -76,10 +76,12 @@ def test_references_are_evaluated_once_per_corpus(sessionmaker, trained):
     with sessionmaker() as session:
         rows = session.scalars(select(Evaluation).where(Evaluation.team_id == team.id, Evaluation.reference.is_not(None))).all()
     assert sorted((r.reference, r.corpus_id) for r in rows) == sorted(
-        (name, c.id) for name in ("gpt2", "cl100k_base", "o200k_base") for c in corpora)
+        (name, c.id) for name in ("gpt2", "cl100k_base", "o200k_base", "bytes") for c in corpora)
     fertility = {r.reference: r.metrics["fertility"] for r in rows if r.corpus_id == corpora[2].id}
-    # On Chinese, the larger vocabularies need fewer tokens per word.
-    assert fertility["gpt2"] > fertility["cl100k_base"] > fertility["o200k_base"]
+    # On Chinese, the larger vocabularies need fewer tokens per word; bytes are the floor: one token a byte.
+    assert fertility["bytes"] > fertility["gpt2"] > fertility["cl100k_base"] > fertility["o200k_base"]
+    by_bytes = next(r for r in rows if r.reference == "bytes" and r.corpus_id == corpora[2].id)
+    assert by_bytes.metrics["tokens"] == by_bytes.metrics["bytes"] and by_bytes.metrics["bytes_per_token"] == 1.0
 
 
 def test_dashboard_cells_sum_tokens_over_words_per_domain(sessionmaker, trained):
@@ -94,7 +96,7 @@ def test_dashboard_cells_sum_tokens_over_words_per_domain(sessionmaker, trained)
     assert row["languages"]["news/spa_Latn"]["fertility"] == pytest.approx(
         next(i["metrics"]["fertility"] for i in items if i["language"] == "spa_Latn"))
     assert row["premium"]["flores"]["eng_Latn"] == 1.0
-    assert {r["label"] for r in matrix["rows"] if r["kind"] == "reference"} == {"gpt2", "cl100k_base", "o200k_base"}
+    assert {r["label"] for r in matrix["rows"] if r["kind"] == "reference"} == {"gpt2", "cl100k_base", "o200k_base", "bytes"}
 
 
 def test_no_premium_when_a_parallel_corpus_is_not_line_aligned(sessionmaker, store, trained):

@@ -13,7 +13,7 @@ from tests.text import flores_lines
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction
 from tokenmill.evaluation.measuring import BATCH_LINES, SHARD_AFTER
-from tokenmill.evaluation.references import REFERENCE_NAMES
+from tokenmill.evaluation.references import BASELINES, REFERENCE_NAMES
 from tokenmill.evaluation.token_counts import CLIP, unpack_counts
 from tokenmill.jobs.pipeline import run_training_job
 from tokenmill.jobs.submission import submit_job
@@ -55,7 +55,7 @@ def direct_counts(tokenizer: Tokenizer, lines: list[str]) -> np.ndarray:
 def test_every_evaluation_the_worker_stored_has_its_counts(trained):
     _, version, corpora, rows, tokenizer = trained
     subjects = {(r.reference or "version", r.corpus_id) for r in rows if r.metrics.get("token_counts")}
-    assert subjects == {(s, c.id) for s in ("version", *REFERENCE_NAMES) for c in corpora.values()}
+    assert subjects == {(s, c.id) for s in ("version", *BASELINES) for c in corpora.values()}
     mine = [r for r in rows if r.version_id == version.id]
     assert {r.metrics["encoded_by"] for r in mine} == {"tiktoken"}  # the rank file, proven equal to tokenizers
     size = tokenizer.get_vocab_size(with_added_tokens=True)

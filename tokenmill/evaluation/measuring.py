@@ -40,7 +40,7 @@ from tokenmill.evaluation.encoders import (
     version_encoders,
 )
 from tokenmill.evaluation.metrics import MetricsAccumulator
-from tokenmill.evaluation.references import REFERENCE_NAMES
+from tokenmill.evaluation.references import BASELINES
 from tokenmill.models import Corpus, Evaluation
 from tokenmill.store import ObjectStore
 from tokenmill.training.tiktoken_format import encoding as tiktoken_encoding
@@ -157,7 +157,7 @@ def evaluate_version(
 
 def evaluate_references(
     factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.UUID, corpora: Sequence[Corpus],
-    names: Sequence[str] = REFERENCE_NAMES,
+    names: Sequence[str] = BASELINES,
 ) -> list[Evaluation]:
     """Reference evaluations of the corpora that lack them (corpora are immutable, so once is
     enough), stored in a transaction of their own: none is open while the corpora are measured."""

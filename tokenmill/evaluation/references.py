@@ -39,9 +39,13 @@ from tiktoken_ext.openai_public import (
 from tokenmill.training.patterns import CL100K_PAT_STR, O200K_PAT_STR
 from tokenmill.training.tiktoken_format import parse_rank_file
 
-__all__ = ["REFERENCE_NAMES", "ReferenceFileError", "load_reference", "reference_sha256"]
+__all__ = ["BASELINES", "BYTES", "REFERENCE_NAMES", "ReferenceFileError", "load_reference", "reference_sha256"]
 
 REFERENCE_NAMES = ("gpt2", "cl100k_base", "o200k_base")
+# One token per UTF-8 byte (ByT5's tokenization): the floor every tokenizer's compression is read
+# against. A tiktoken Encoding of the 256 single bytes and no merge, split a character at a time.
+BYTES = "bytes"
+BASELINES = (*REFERENCE_NAMES, BYTES)  # what every evaluation and the fertility matrix carry
 
 class ReferenceFileError(RuntimeError):
     """A reference rank file is missing or is not the pinned file."""
@@ -126,7 +130,11 @@ def _read_verified(ref: _Reference) -> bytes:
 
 @cache
 def load_reference(name: str) -> tiktoken.Encoding:
-    """The tiktoken Encoding of a reference tokenizer, from its verified local rank file."""
+    """The tiktoken Encoding of a reference tokenizer, from its verified local rank file (the
+    byte baseline needs none)."""
+    if name == BYTES:
+        return tiktoken.Encoding(name=BYTES, pat_str=r"[\s\S]", mergeable_ranks={bytes([b]): b for b in range(256)},
+                                 special_tokens={}, explicit_n_vocab=256)
     ref = _reference(name)
     return tiktoken.Encoding(
         name=name,

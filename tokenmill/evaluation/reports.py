@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tokenmill.evaluation.references import REFERENCE_NAMES
+from tokenmill.evaluation.references import BASELINES, REFERENCE_NAMES
 from tokenmill.models import Corpus, Evaluation, Team, TokenizerVersion
 
 ENGLISH = ("eng_Latn", "en", "eng", "en_US", "en_GB", "English", "english")
@@ -162,7 +162,7 @@ def fertility_matrix(session: Session, team: Team, name: str | None = None) -> d
     if name:
         query = query.where(TokenizerVersion.name == name)
     versions = list(session.scalars(query.order_by(TokenizerVersion.name, TokenizerVersion.version.desc())))
-    pairs = latest_evaluations(session, team, [v.id for v in versions])
+    pairs = latest_evaluations(session, team, [v.id for v in versions], BASELINES)
     extra = premiums(pairs)
     by_subject: dict[Subject, list[tuple[Evaluation, Corpus]]] = defaultdict(list)
     for pair in pairs:
@@ -172,7 +172,7 @@ def fertility_matrix(session: Session, team: Team, name: str | None = None) -> d
                                   "vocab_size": v.vocab_size, "parity": bool(v.spec.get("parity"))})
         for v in versions
     ] + [(("reference", r), {"kind": "reference", "name": r, "version": None, "label": r, "vocab_size": None})
-         for r in REFERENCE_NAMES]
+         for r in BASELINES]
     rows = []
     for subject, row in subjects:
         own = by_subject.get(subject, [])

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from tokenmill.corpora.rows import corpus_ids_or_all
 from tokenmill.errors import InvalidInput, NotFound
-from tokenmill.evaluation.references import REFERENCE_NAMES
+from tokenmill.evaluation.references import BASELINES
 from tokenmill.evaluation.reports import evaluation_out, premiums, subject_of
 from tokenmill.models import Corpus, Evaluation, EvaluationRun, Team
 from tokenmill.quotas import refuse_over, usage_of
@@ -31,8 +31,8 @@ def submit_run(session: Session, team: Team, tokenizer: str | None, version: str
     if (tokenizer is None) == (reference is None):
         raise InvalidInput("give either 'tokenizer' (with 'version') or 'reference'", field="reference")
     version_id = None
-    if reference is not None and reference not in REFERENCE_NAMES:
-        raise InvalidInput(f"'reference' must be one of {', '.join(REFERENCE_NAMES)}", field="reference")
+    if reference is not None and reference not in BASELINES:
+        raise InvalidInput(f"'reference' must be one of {', '.join(BASELINES)}", field="reference")
     if tokenizer is not None:
         try:
             version_id = get_version(session, team, tokenizer, version if version is not None else "latest").id

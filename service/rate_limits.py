@@ -7,7 +7,7 @@ report, an upload, a job submission) takes one token; an empty bucket answers 42
 the bucket of the key it signed in with, so the two faces share one rate.
 
 The buckets live in the API process: an operator who runs several API processes behind one
-address divides the figure by their number (README, "Fair share").
+address divides the figure by their number (docs/operations.md, "Fair share").
 """
 
 import math

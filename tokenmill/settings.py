@@ -39,7 +39,7 @@ class Settings(BaseSettings):
 
     max_upload_bytes: int = 50 * 1024**3
     max_import_bytes: int = 64 * 1024**2  # an imported tokenizer file (o200k's tokenizer.json is 7 MiB)
-    # Hostile input is bounded before it costs anything (README, "Limits").
+    # Hostile input is bounded before it costs anything (docs/operations.md, "Limits").
     max_line_bytes: int = 8 * 1024**2  # one document (a line of text or of JSON), decompressed
     max_json_body_bytes: int = 1024**2  # a JSON request body (uploads are multipart and stream)
     encode_timeout_seconds: float = 5.0  # one playground/API encode, run outside the API process

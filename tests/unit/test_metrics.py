@@ -58,8 +58,9 @@ def test_counts_and_ratios_by_hand():
 
 
 def test_result_has_exactly_the_design_keys():
-    # Plus the clipped per-id counts behind the cost report's ghost tokens (tokenmill.evaluation.token_counts).
-    assert set(accumulate(LINES)) - {"token_counts"} == {
+    # Plus the clipped per-id counts behind the cost report's ghost tokens (tokenmill.evaluation.token_counts),
+    # and the intervals over documents (with how many documents they rest on).
+    assert set(accumulate(LINES)) - {"token_counts", "documents", "fertility_ci95", "chars_per_token_ci95"} == {
         "tokens", "words", "characters", "bytes", "fertility", "chars_per_token",
         "bytes_per_token", "continued_word_rate", "unk_rate", "byte_fallback_rate",
         "roundtrip_rate", "vocab_utilization", "shannon_efficiency", "renyi_efficiency",
@@ -209,3 +210,28 @@ def test_add_batch_equals_adding_line_by_line_on_mixed_scripts():
     counts = np.array([len(ids) for ids, _ in per_line], dtype=np.int64)
     many.add_batch(lines, flat, spans, counts, len(lines))
     assert many.result() == one.result()
+
+
+def test_intervals_over_documents_by_hand():
+    import numpy as np
+
+    from tokenmill.evaluation.metrics import document_moments, intervals
+
+    tokens, words, chars = np.array([2, 4, 6]), np.array([1, 2, 4]), np.array([10, 20, 30])
+    out = intervals(document_moments(tokens, words, chars))
+    ratio = 12 / 7  # fertility: Σt / Σw
+    residuals = sum((t - ratio * w) ** 2 for t, w in zip(tokens, words))
+    assert out["documents"] == 3
+    assert out["fertility_ci95"] == pytest.approx(1.959964 * (3 / 2 * residuals) ** 0.5 / 7, rel=1e-6)
+    assert out["chars_per_token_ci95"] == pytest.approx(0.0, abs=1e-12)  # 5 characters a token in each
+
+
+def test_the_accumulator_sums_the_moments_of_its_lines():
+    from tokenmill.evaluation.metrics import intervals
+
+    r = accumulate(LINES)  # 4/3, 4/1, 1/2, 1/1 tokens per word: a spread
+    assert r["documents"] == 4 and r["fertility_ci95"] > 0.5
+    # Every line the same shape (two words of two letters, one token a word): no spread, no interval.
+    same = accumulate([("aa bb", [1, 2], [(0, 2), (3, 5)], True), ("cc dd", [3, 4], [(0, 2), (3, 5)], True)])
+    assert same["documents"] == 2 and same["fertility_ci95"] == pytest.approx(0.0, abs=1e-12)
+    assert intervals(__import__("numpy").zeros(9))["fertility_ci95"] == 0.0

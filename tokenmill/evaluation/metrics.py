@@ -53,6 +53,9 @@ class MetricsAccumulator:
         self._lines = self._roundtrips = self._words = self._continued = 0
         self._characters = self._bytes = 0
         self._saw_no_space = False
+        # Per document (line): sums of squares and products of tokens t, words w and characters c,
+        # for the 95% intervals of the ratios over documents (`intervals`).
+        self._moments = np.zeros(len(MOMENTS), dtype=np.float64)
         self._clear_batch()
 
     def add(
@@ -112,6 +115,7 @@ class MetricsAccumulator:
         self._continued += other._continued
         self._characters += other._characters
         self._bytes += other._bytes
+        self._moments += other._moments
         self._saw_no_space = self._saw_no_space or other._saw_no_space
 
     def result(self) -> dict[str, float | int | str]:
@@ -144,6 +148,7 @@ class MetricsAccumulator:
             "shannon_efficiency": _ratio(shannon, log_vocab),
             "renyi_efficiency": _ratio(renyi, log_vocab),
             "word_rule": word_rule(self._saw_no_space),
+            **intervals(self._moments),
             **({"token_counts": packed} if packed else {}),
         }
 
@@ -178,6 +183,9 @@ class MetricsAccumulator:
         words, saw_no_space = scan_words(batch.codes)
         self._saw_no_space |= saw_no_space
         self._words += len(words)
+        line_words = np.bincount(np.searchsorted(batch.starts, words[:, 0], side="right") - 1,
+                                 minlength=len(line_tokens)) if len(words) else np.zeros(len(line_tokens), np.int64)
+        self._moments += document_moments(line_tokens, line_words, batch.lengths)
         self._continued += continued_words(words, tokens, line_tokens, batch.starts, batch.lengths)
         self._clear_batch()
 
@@ -187,6 +195,34 @@ class MetricsAccumulator:
             # A counter, not bigger counts: one stray huge id must not allocate gigabytes.
             beyond, counts = np.unique(ids[ids >= self.vocab_size], return_counts=True)
             self._beyond.update(dict(zip(beyond.tolist(), counts.tolist())))
+
+
+# What `document_moments` sums over documents: their number, then t, w, c and their products.
+MOMENTS = ("n", "t", "w", "c", "tt", "ww", "cc", "tw", "tc")
+Z95 = 1.959963984540054
+
+
+def document_moments(tokens: np.ndarray, words: np.ndarray, characters: np.ndarray) -> np.ndarray:
+    """The MOMENTS of a batch of documents' tokens, words and characters."""
+    t, w, c = (np.asarray(a, dtype=np.float64) for a in (tokens, words, characters))
+    return np.array([len(t), t.sum(), w.sum(), c.sum(), (t * t).sum(), (w * w).sum(), (c * c).sum(),
+                     (t * w).sum(), (t * c).sum()])
+
+
+def intervals(moments: np.ndarray) -> dict[str, float | int]:
+    """Half-widths of the 95% intervals of fertility (t/w) and characters per token (c/t) over the
+    documents, read as a sample of documents (the ratio estimator's delta-method variance:
+    n/(n-1) · Σ(a - R·b)² / (Σb)²), and how many documents they rest on."""
+    n, t, w, c, tt, ww, cc, tw, tc = (float(x) for x in moments)
+    out: dict[str, float | int] = {"documents": int(n)}
+    for name, (a, b, aa, bb, ab) in {"fertility": (t, w, tt, ww, tw), "chars_per_token": (c, t, cc, tt, tc)}.items():
+        if n < 2 or b <= 0:
+            out[f"{name}_ci95"] = 0.0
+            continue
+        ratio = a / b
+        residuals = max(0.0, aa - 2 * ratio * ab + ratio * ratio * bb)
+        out[f"{name}_ci95"] = Z95 * float(np.sqrt(n / (n - 1) * residuals)) / b
+    return out
 
 
 @njit(cache=True, nogil=True)

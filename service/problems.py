@@ -51,11 +51,16 @@ def problem(status: int, title: str, detail: str, headers: dict[str, str] | None
 
 def domain_problem(request: Request, exc: TokenmillError) -> JSONResponse:
     """The problem+json of a domain error (also for routes that catch it to answer a form)."""
+    count_refusal(request, exc)
+    return problem(exc.status, exc.title, exc.detail, headers=exc.headers() or None, field=exc.field,
+                   instance=request.url.path, **exc.fields())
+
+
+def count_refusal(request: Request, exc: TokenmillError) -> None:
+    """Count a refusal at a quota (409) or a rate (429) under its quota's name, for GET /metrics; other errors pass."""
     metrics = getattr(request.app.state, "metrics", None)
     if isinstance(exc, OverQuota) and metrics is not None:
         metrics.count_refusal(exc)
-    return problem(exc.status, exc.title, exc.detail, headers=exc.headers() or None, field=exc.field,
-                   instance=request.url.path, **exc.fields())
 
 
 def unavailable(path: str, what: str, exc: BaseException) -> JSONResponse:

@@ -37,6 +37,8 @@ from tokenmill.teams import authenticate, hash_key
 API_PREFIX = "/v1/"
 TEAM_STATE = "team"
 KEY_STATE = "key_hash"  # the SHA-256 of the request's API key: its rate-limit bucket (service/rate_limits.py)
+UPLOAD_PATHS = frozenset({"/v1/corpora", "/corpora"})  # POST: the API's and the dashboard's corpus uploads
+REQUEST_ID_KEY = b"x-request-id"
 
 
 def bearer_key(authorization: str | None) -> str | None:
@@ -125,9 +127,6 @@ def _counted(receive: Receive, limit: int) -> Receive:
 
     return counting_receive
 
-
-UPLOAD_PATHS = frozenset({"/v1/corpora", "/corpora"})  # POST: the API's and the dashboard's corpus uploads
-REQUEST_ID_KEY = b"x-request-id"
 
 
 class Telemetry:

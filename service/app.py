@@ -5,12 +5,13 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
-from service import problems, web
+from service import logs, problems, web
 from service.inputs import check_request_values
-from service.middleware import Authentication, BodyLimit
+from service.metrics import Metrics
+from service.middleware import Authentication, BodyLimit, Telemetry
 from service.queue import Queue
 from service.rate_limits import TokenBuckets
-from service.routes import bpe, corpora, evaluations, health, jobs, team, tokenizers
+from service.routes import bpe, corpora, evaluations, health, jobs, metrics, team, tokenizers
 from service.uploads import UploadsInFlight
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.encoding import sandbox
@@ -42,6 +43,7 @@ def check_secret_key(settings: Settings) -> None:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """A Tokenmill API wired to the database, broker and store the settings name."""
     settings = settings or get_settings()
+    logs.install()  # before anything logs: uvicorn calls this factory before its first line
     check_secret_key(settings)
 
     @asynccontextmanager
@@ -64,11 +66,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Train, version and evaluate tokenizers.",
                   dependencies=[Depends(check_request_values)])
     problems.install(app)
-    # The last added runs first: authenticate, then cap the body, before any route reads it.
+    app.state.metrics = Metrics(app.state) if settings.metrics_enabled else None
+    # The last added runs first: give the request its id and start its clock, authenticate, then
+    # cap the body, before any route reads it.
     app.add_middleware(BodyLimit, settings=settings)
     app.add_middleware(Authentication)
+    app.add_middleware(Telemetry, metrics=app.state.metrics)
     for module in (health, team, corpora, jobs, tokenizers, evaluations, bpe):
         app.include_router(module.router)
+    if settings.metrics_enabled:  # otherwise GET /metrics is a 404 like any path without a route
+        app.include_router(metrics.router)
     app.mount("/static", web.static_files(), name="static")
     app.include_router(web.router)
     return app

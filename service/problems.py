@@ -8,6 +8,9 @@ families of faults get an honest answer rather than a bare 500:
   range) slipped past the checks at the edge: 422;
 - anything else: 500 with a generic detail. Its traceback and text go to the log only, as
   do the hosts and URLs of the 503s: a tenant never sees them.
+
+Every body carries the request's id (`request_id`, also the X-Request-ID header), the one its
+log lines carry (service/logs.py). A refusal at a quota is counted by quota (service/metrics.py).
 """
 
 import logging
@@ -21,7 +24,8 @@ from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 
-from tokenmill.errors import TokenmillError
+from service.logs import REQUEST_ID, REQUEST_ID_HEADER
+from tokenmill.errors import OverQuota, TokenmillError
 from tokenmill.store import TRANSIENT_ERRORS
 
 log = logging.getLogger(__name__)
@@ -36,6 +40,10 @@ def problem(status: int, title: str, detail: str, headers: dict[str, str] | None
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail}
     body.update({key: value for key, value in extra.items() if value is not None})
     headers = dict(headers or {})
+    request_id = REQUEST_ID.get()
+    if request_id is not None:
+        body["request_id"] = request_id
+        headers[REQUEST_ID_HEADER] = request_id
     if status == 401:
         headers["WWW-Authenticate"] = "Bearer"
     return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers or None)
@@ -43,8 +51,16 @@ def problem(status: int, title: str, detail: str, headers: dict[str, str] | None
 
 def domain_problem(request: Request, exc: TokenmillError) -> JSONResponse:
     """The problem+json of a domain error (also for routes that catch it to answer a form)."""
+    count_refusal(request, exc)
     return problem(exc.status, exc.title, exc.detail, headers=exc.headers() or None, field=exc.field,
                    instance=request.url.path, **exc.fields())
+
+
+def count_refusal(request: Request, exc: TokenmillError) -> None:
+    """Count a refusal at a quota (409) or a rate (429) under its quota's name, for GET /metrics; other errors pass."""
+    metrics = getattr(request.app.state, "metrics", None)
+    if isinstance(exc, OverQuota) and metrics is not None:
+        metrics.count_refusal(exc)
 
 
 def unavailable(path: str, what: str, exc: BaseException) -> JSONResponse:

@@ -169,7 +169,7 @@ class SandboxCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         # The running pool or None; `sandbox.current()` would start one.
-        pool = sandbox._current
+        pool = sandbox.running()
         if pool is None:
             return
         stats = pool.stats()

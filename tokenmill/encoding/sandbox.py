@@ -427,6 +427,11 @@ def start(timeout: float | None = None) -> Sandbox:
         return _current
 
 
+def running() -> Sandbox | None:
+    """The process-wide sandbox if one is running; never starts one (for the operators' metrics)."""
+    return _current
+
+
 def current() -> Sandbox:
     """The process-wide sandbox, started on first use and stopped at exit."""
     return _current or start()

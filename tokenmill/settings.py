@@ -59,6 +59,9 @@ class Settings(BaseSettings):
     # How many cores an evaluation uses: its encoders' threads, and its measuring processes on a
     # large corpus (tokenmill.evaluation.measuring); the one setting for evaluation's parallelism.
     evaluation_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
+    # An evaluation measures a seeded sample of this many bytes' worth of documents per corpus (the
+    # same documents for every version and reference), with 95% intervals; 0 measures every corpus whole.
+    evaluation_sample_bytes: int = Field(default=64 * 1024**2, ge=0)
     # How many processes a `library: tokenmill` job counts its texts with (tokenmill.training.with_tokenmill).
     # Each job starts this many: on a worker running several jobs at once, cores / concurrency.
     training_processes: int = Field(default_factory=lambda: min(os.cpu_count() or 1, 64), ge=1, le=64)

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from tokenizers import Tokenizer
@@ -42,11 +43,14 @@ from tokenmill.evaluation.encoders import (
 from tokenmill.evaluation.metrics import MetricsAccumulator
 from tokenmill.evaluation.references import BASELINES
 from tokenmill.models import Corpus, Evaluation
+from tokenmill.settings import get_settings
 from tokenmill.store import ObjectStore
 from tokenmill.training.tiktoken_format import encoding as tiktoken_encoding
 from tokenmill.training.tiktoken_format import parse_rank_file
 
 BATCH_LINES = 1024
+SAMPLE_SEED = 0  # of every evaluation's sample (recorded with it)
+SAMPLE_BATCH = 4096  # documents drawn for at a time
 PROOF_LINES = 2000  # lines on which tiktoken's ids must equal tokenizers' before it is trusted
 CURVE_LINES = 2000  # lines of each corpus in the sample of a version's vocabulary-size curve
 CURVE_START = 1000
@@ -113,6 +117,35 @@ def _encoded_ahead(encoder: Encoder, batches: Iterator[list[str]]) -> Iterator[t
         batch = following
 
 
+def sample_share(corpus: Corpus, sample_bytes: int | None = None) -> float:
+    """The share of a corpus's documents an evaluation measures: all of a corpus up to
+    TOKENMILL_EVALUATION_SAMPLE_BYTES (0: every corpus whole), that many bytes' worth of a larger one."""
+    if sample_bytes is None:
+        sample_bytes = get_settings().evaluation_sample_bytes
+    if not sample_bytes or corpus.bytes <= sample_bytes:
+        return 1.0
+    return sample_bytes / corpus.bytes
+
+
+def evaluation_documents(store: ObjectStore, corpus: Corpus, share: float) -> Iterator[str]:
+    """The documents an evaluation measures: each kept with probability `share`, drawn from a
+    generator seeded by SAMPLE_SEED and the corpus's sha256, so every version and reference is
+    measured on the same documents of a corpus."""
+    documents = corpus_documents(store, corpus)
+    if share >= 1.0:
+        yield from documents
+        return
+    generator = np.random.default_rng([SAMPLE_SEED, int(corpus.sha256[:15], 16)])
+    for batch in batched(documents, SAMPLE_BATCH):
+        draws = generator.random(len(batch))
+        yield from (document for document, draw in zip(batch, draws) if draw < share)
+
+
+def sample_record(share: float) -> dict[str, Any]:
+    """What an evaluation says of its sample (with `documents` from its metrics)."""
+    return {"share": share, "seed": SAMPLE_SEED, "whole": share >= 1.0}
+
+
 def head(store: ObjectStore, corpus: Corpus, lines: int) -> list[str]:
     return list(itertools.islice(corpus_documents(store, corpus), lines))
 
@@ -142,7 +175,9 @@ def evaluate_version(
         for index, corpus in enumerate(corpora):
             sample = head(store, corpus, max(PROOF_LINES, CURVE_LINES))
             encoder = proven_encoder(slow, fast, sample[:PROOF_LINES])
-            results.append((corpus, measure(encoder, corpus_documents(store, corpus), max_bytes)))
+            share = sample_share(corpus)
+            metrics = measure(encoder, evaluation_documents(store, corpus, share), max_bytes)
+            results.append((corpus, {**metrics, "sample": sample_record(share)}))
             if curve:
                 curve_sample += sample[:CURVE_LINES]
             progress((index + 1) / steps)
@@ -174,8 +209,9 @@ def evaluate_references(
                 continue
             encoder = reference_encoder(name)
             for corpus in missing:
-                rows.append(evaluation_row(team_id, corpus, measure(encoder, corpus_documents(store, corpus)),
-                                           reference=name))
+                share = sample_share(corpus)
+                metrics = measure(encoder, evaluation_documents(store, corpus, share))
+                rows.append(evaluation_row(team_id, corpus, {**metrics, "sample": sample_record(share)}, reference=name))
     with transaction(factory) as session:
         session.add_all(rows)
     return rows

@@ -48,8 +48,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        engine = make_engine(settings.database_url)
+        engine = make_engine(settings.database_url, settings.api_database_pool_size, settings.api_database_max_overflow,
+                             settings.api_database_pool_timeout)
         app.state.sessionmaker = make_sessionmaker(engine)
+        # /healthz asks the database over a connection of its own: a pool busy with requests is load, not an outage.
+        health_engine = make_engine(settings.database_url, pool_size=1, max_overflow=1)
+        app.state.health_sessionmaker = make_sessionmaker(health_engine)
         app.state.store = open_store(settings.storage_url, settings.s3_endpoint_url)
         app.state.queue = Queue(settings)
         app.state.settings = settings
@@ -61,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sandbox.close()
         app.state.queue.close()
         engine.dispose()
+        health_engine.dispose()
 
     app = FastAPI(title="Tokenmill", version="0.1.0", lifespan=lifespan,
                   description="Train, version and evaluate tokenizers.",

@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.logs import REQUEST_ID, access_log, request_id
 from service.metrics import UNKNOWN_TEAM, UNMATCHED, Metrics
-from service.problems import DATABASE_UNAVAILABLE, domain_problem, problem, unavailable
+from service.problems import DATABASE_UNAVAILABLE, POOL_BUSY, domain_problem, pool_busy, problem, unavailable
 from tokenmill.errors import Unauthorized
 from tokenmill.models import Team
 from tokenmill.settings import Settings
@@ -72,6 +72,8 @@ class Authentication:
             response = domain_problem(request, exc)
         except DATABASE_UNAVAILABLE as exc:
             response = unavailable(request.url.path, "database", exc)
+        except POOL_BUSY:
+            response = pool_busy(request.url.path)
         else:
             state = scope.setdefault("state", {})
             state[TEAM_STATE], state[KEY_STATE] = team, hash_key(key or "")

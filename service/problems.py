@@ -32,8 +32,10 @@ log = logging.getLogger(__name__)
 
 MEDIA_TYPE = "application/problem+json"
 RETRY_AFTER_SECONDS = 5
-# The database did not answer: its server is down or unreachable, or the pool is exhausted.
-DATABASE_UNAVAILABLE: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, PoolTimeout)
+# The database did not answer: its server is down or unreachable.
+DATABASE_UNAVAILABLE: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
+# Every connection of this process's pool stayed in use while the request waited: load, not an outage.
+POOL_BUSY: tuple[type[BaseException], ...] = (PoolTimeout,)
 
 
 def problem(status: int, title: str, detail: str, headers: dict[str, str] | None = None, **extra) -> JSONResponse:
@@ -72,6 +74,17 @@ def unavailable(path: str, what: str, exc: BaseException) -> JSONResponse:
 
 def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
     return unavailable(request.url.path, "database", exc)
+
+
+def pool_busy(path: str) -> JSONResponse:
+    """503 Busy: the database answers, but this API process has no free connection just now."""
+    log.warning("database pool exhausted during %s", path)
+    return problem(503, "Busy", "the service is busy: every database connection is in use; try again in a second",
+                   headers={"Retry-After": "1"}, instance=path)
+
+
+def _pool_busy(request: Request, exc: Exception) -> JSONResponse:
+    return pool_busy(request.url.path)
 
 
 def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
@@ -124,6 +137,8 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(HTTPException, _http_error)
     for error in DATABASE_UNAVAILABLE:
         app.add_exception_handler(error, _database_unavailable)
+    for error in POOL_BUSY:
+        app.add_exception_handler(error, _pool_busy)
     for error in TRANSIENT_ERRORS:
         app.add_exception_handler(error, _store_unavailable)
     for error in (DataError, UnicodeEncodeError):

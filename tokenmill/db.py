@@ -67,14 +67,16 @@ def migrate(database_url: str | None = None) -> None:
     command.upgrade(config, "head")
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for PostgreSQL (psycopg 3) or SQLite; SQLite gets foreign keys and WAL."""
+def make_engine(url: str, pool_size: int = 5, max_overflow: int = 5, pool_timeout: float = 10) -> Engine:
+    """An engine for PostgreSQL (psycopg 3) or SQLite; SQLite gets foreign keys and WAL.
+    `pool_size` connections are kept, `max_overflow` more opened under load."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     # A server that drops packets must fail a request in seconds, not after the OS's TCP timeout.
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5, pool_timeout=10,
+    return create_engine(url, pool_pre_ping=True, pool_size=pool_size, max_overflow=max_overflow,
+                         pool_timeout=pool_timeout,
                          connect_args={"connect_timeout": 5})
 
 

@@ -28,6 +28,12 @@ class Settings(BaseSettings):
     storage_url: str = ""
     s3_endpoint_url: str | None = None
     secret_key: SecretStr = SecretStr(DEVELOPMENT_SECRET)
+    # The API process's database connections: kept, and opened more under load (its request
+    # threads are 40: anyio's default). PostgreSQL's own limit (max_connections, 100) bounds the sum
+    # over API processes and worker children.
+    api_database_pool_size: int = Field(default=20, ge=1, le=500)
+    api_database_max_overflow: int = Field(default=20, ge=0, le=500)
+    api_database_pool_timeout: float = Field(default=10.0, gt=0)  # a request waits this long for a connection, then 503 Busy
 
     # Job limits: soft < hard < broker visibility timeout, so a slow job is stopped before redelivery.
     job_soft_time_limit: int = 3 * 3600

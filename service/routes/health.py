@@ -23,7 +23,7 @@ def healthz(request: Request, response: Response):
     state = request.app.state
     checks = {}
     for name, probe in (
-        ("database", lambda: _database(state.sessionmaker)),
+        ("database", lambda: _database(state.health_sessionmaker)),
         ("broker", state.queue.ping),
         ("store", state.store.ping),
     ):

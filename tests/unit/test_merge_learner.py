@@ -83,3 +83,39 @@ def test_a_piece_given_in_several_copies_counts_as_their_sum():
     random.Random(1).shuffle(split)
     assert learn_merges(split, 300) == learn_merges(counted, 300)
     assert learn_merges(counted + counted, 300) == learn_merges([(p, 2 * seen) for p, seen in counted], 300)
+
+
+def test_learning_from_ids_continues_a_state():
+    import numpy as np
+
+    from tokenmill.training.merge_learner import learn_merges, learn_merges_from
+
+    pieces = [(b"hello", 5), (b" hello", 7), (b"yellow", 3), (b"low", 9), (b" world", 4)]
+    by_bytes = learn_merges(pieces, 12)
+    symbols = np.frombuffer(b"".join(p for p, _ in pieces), dtype=np.uint8).astype(np.int32)
+    lengths = np.array([len(p) for p, _ in pieces], dtype=np.int64)
+    counts = np.array([c for _, c in pieces], dtype=np.int64)
+    by_ids = learn_merges_from(symbols, lengths, counts, 256, 12)
+    tokens = [bytes([b]) for b in range(256)]
+    for left, right in by_ids:
+        tokens.append(tokens[left] + tokens[right])
+    assert [(tokens[a], tokens[b]) for a, b in by_ids] == by_bytes
+    # From a later state: the first merges already made (their tokens given as ids), the rest the same.
+    made = {pair: 256 + k for k, pair in enumerate(by_ids[:4])}
+    state = []
+    for piece, _ in pieces:
+        ids = list(piece)
+        for pair, new in made.items():
+            i, out = 0, []
+            while i < len(ids):
+                if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+                    out.append(new)
+                    i += 2
+                else:
+                    out.append(ids[i])
+                    i += 1
+            ids = out
+        state.append(ids)
+    later = learn_merges_from(np.array([i for ids in state for i in ids], dtype=np.int32),
+                              np.array([len(ids) for ids in state], dtype=np.int64), counts, 260, 8)
+    assert later == [(a, b) for a, b in by_ids[4:]]

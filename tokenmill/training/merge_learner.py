@@ -81,13 +81,26 @@ def learn_merges_of(data: npt.NDArray[np.uint8], lengths: Int64s, counts: Int64s
     del data
     kept_starts = np.zeros(int(firsts.sum()) + 1, dtype=np.int64)
     np.cumsum(lengths[firsts], out=kept_starts[1:])
-    merged = _learn(symbols, kept_starts, np.ascontiguousarray(counts[firsts]), max(merges, 0))
+    merged = _learn(symbols, kept_starts, np.ascontiguousarray(counts[firsts]), max(merges, 0), BYTES)
     tokens = [bytes([byte]) for byte in range(BYTES)]
     pairs = []
     for left, right in merged:
         pairs.append((tokens[left], tokens[right]))
         tokens.append(tokens[left] + tokens[right])
     return pairs
+
+
+def learn_merges_from(symbols: Int32s, lengths: Int64s, counts: Int64s, first_id: int,
+                      merges: int) -> list[tuple[int, int]]:
+    """Merges learned by the same rule from pieces already given as token ids (a base tokenizer's
+    segmentation of each piece, ids below `first_id`): merge k makes token `first_id + k`. Each
+    (symbols, length, count) piece must be distinct; the merges come as pairs of ids."""
+    usable = (lengths >= 2) & (counts > 0)
+    symbols = np.ascontiguousarray(symbols[np.repeat(usable, lengths)], dtype=np.int32)
+    lengths = lengths[usable].astype(np.int64)
+    starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    return _learn(symbols, starts, np.ascontiguousarray(counts[usable], dtype=np.int64), max(merges, 0), first_id)
 
 
 def warm_up() -> None:
@@ -132,7 +145,7 @@ def _first_copies(data: npt.NDArray[np.uint8], starts: Int64s, order: Int64s, co
 
 
 @njit(cache=True, nogil=True)  # the job's heartbeat thread beats while it learns
-def _learn(symbols: Int32s, starts: Int64s, counts: Int64s, wanted: int) -> list[tuple[int, int]]:
+def _learn(symbols: Int32s, starts: Int64s, counts: Int64s, wanted: int, first_id: int) -> list[tuple[int, int]]:
     # Each piece's start, end and count side by side (one cache line, read on every visit):
     # its symbols are symbols[start:end], the end moving left as it merges.
     pieces = np.empty((len(counts), 3), dtype=np.int64)
@@ -156,7 +169,7 @@ def _learn(symbols: Int32s, starts: Int64s, counts: Int64s, wanted: int) -> list
     merged: list[tuple[int, int]] = []
     made_numbers = np.empty(64, dtype=np.int32)  # the pairs a merge makes, each with the piece it is in
     made_owners = np.empty(64, dtype=np.int32)
-    neighbours = np.full((BYTES + wanted, 6), -1, dtype=np.int32)  # see _merge_run
+    neighbours = np.full((first_id + wanted, 6), -1, dtype=np.int32)  # see _merge_run
     while len(merged) < wanted and queued > 0:
         seen, key, n = heap_counts[0], heap_keys[0], heap_numbers[0]
         queued = _pop(heap_counts, heap_keys, heap_numbers, queued)
@@ -166,7 +179,7 @@ def _learn(symbols: Int32s, starts: Int64s, counts: Int64s, wanted: int) -> list
         if current != seen:
             queued = _push(heap_counts, heap_keys, heap_numbers, queued, current, key, n)
             continue
-        new_id = BYTES + len(merged)
+        new_id = first_id + len(merged)
         left = np.int32(key >> SHIFT)
         right = np.int32(key & 0xFFFFFFFF)
         merged.append((int(left), int(right)))

@@ -109,3 +109,21 @@ def test_a_reused_idempotency_key_with_another_request_is_refused_naming_the_hea
         assert response.status_code == 422 and response.headers["content-type"] == PROBLEM
         assert response.json()["field"] == "Idempotency-Key"
     assert api.get("/v1/jobs").json()["total"] == 1
+
+
+@pytest.mark.parametrize(("base", "vocab_size", "detail"), [
+    ({"reference": "gpt2"}, 50257, "not above the base's 50257"),
+    ({"tokenizer": "nothing-here", "version": 1}, 60000, "nothing-here"),
+])
+def test_a_base_that_cannot_be_extended_is_refused_naming_spec_base(api, corpus_id, base, vocab_size, detail):
+    response = job(api, corpus_id, {"vocab_size": vocab_size, "base": base})
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == "spec.base" and detail in response.json()["detail"]
+
+
+def test_an_extension_pins_its_base(api, corpus_id):
+    response = job(api, corpus_id, {"vocab_size": 50300, "base": {"reference": "gpt2"}})
+    assert response.status_code == 202, response.text
+    spec = response.json()["spec"]
+    assert spec["base"] == {"tokenizer": None, "version": None, "reference": "gpt2", "vocab_size": 50257}
+    assert (spec["library"], spec["pre_tokenizer"], spec["byte_level"]) == ("tokenmill", "gpt2", True)

@@ -60,6 +60,10 @@ def submit_job(
                     retry_after=60)
     check_tokenizer_name(tokenizer)
     resolved = resolve_spec(spec if isinstance(spec, dict) else {}, owner=str(team.id))
+    if resolved.base is not None:
+        from tokenmill.jobs.extension import checked_base  # here: the learner it imports is no API's business
+
+        resolved = checked_base(session, team, resolved)
     if not train_corpora:
         raise InvalidInput("'train_corpora' must name at least one corpus", field="train_corpora")
     train = team_corpora(session, team, parse_ids(train_corpora, "train_corpora"), "train_corpora")

@@ -131,8 +131,13 @@ def sha256(data: bytes) -> str:
 
 def manifest(spec: TrainingSpec, lineage: dict[str, Any], files: dict[str, bytes], tiktoken: dict[str, Any]) -> bytes:
     """manifest.json: the spec, the lineage and the size and sha256 of every other file."""
+    return manifest_of(spec.model_dump(), lineage, files, tiktoken)
+
+
+def manifest_of(spec: dict[str, Any], lineage: dict[str, Any], files: dict[str, bytes], tiktoken: dict[str, Any]) -> bytes:
+    """manifest.json of a spec given as data (an imported version's describes what it is)."""
     listing = [{"name": name, "bytes": len(data), "sha256": sha256(data)} for name, data in sorted(files.items())]
-    body: dict[str, Any] = {"spec": spec.model_dump(), "lineage": lineage, "files": listing}
+    body: dict[str, Any] = {"spec": spec, "lineage": lineage, "files": listing}
     if tiktoken:
         body["tiktoken"] = tiktoken
     return _json(body)

@@ -40,6 +40,22 @@ REGEX_PROBE_REPEAT = 3000
 REGEX_PROBES = ("a" * 3000 + "!", " " * 3000 + "x", "1" * 3000 + "a", ("ab " * 1000) + "\n\u00e9")
 
 
+class BaseSpec(BaseModel):
+    """What a spec extends: a version of the team's (`tokenizer`, `version`: latest when left out)
+    or a reference (`reference`). `vocab_size` is the base's, filled in at submission."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tokenizer: str | None = Field(None, min_length=1, max_length=200)
+    version: int | None = Field(None, ge=1, le=MAX_INT)
+    reference: Literal["gpt2", "cl100k", "o200k"] | None = None
+    vocab_size: int | None = Field(None, ge=1, le=MAX_VOCAB, description="the base's size (filled in at submission)")
+
+    @property
+    def label(self) -> str:
+        return f"reference:{self.reference}" if self.reference else f"{self.tokenizer} v{self.version}"
+
+
 class TrainingSpec(BaseModel):
     """A complete training spec; `None` on the optional fields means "the library default"."""
 
@@ -80,6 +96,11 @@ class TrainingSpec(BaseModel):
     # merges (rustbpe) or pieces (sentencepiece) learned from the merged counts, pieces seen
     # fewer than min_frequency times left out (tokenmill.training.counted).
     counting: Counting = "streamed"
+    # Extend a byte-level BPE (a version of the team's or a reference) with merges learned on the
+    # training corpora: its tokens keep their ids, new ones follow (tokenmill.jobs.extension).
+    base: BaseSpec | None = Field(None, description=(
+        'Extend a byte-level BPE: {"tokenizer": NAME, "version": N} or {"reference": "gpt2" | "cl100k" | "o200k"}; '
+        "every base token keeps its id, the new merges take the ids after"))
 
     @field_validator("pre_tokenizer_regex", "end_of_word_suffix")
     @classmethod
@@ -123,6 +144,9 @@ def resolve_spec(raw: dict[str, Any], owner: str | None = None) -> TrainingSpec:
         raise InvalidInput(f"spec.{field}: {error['msg']}", field=f"spec.{field}") from None
     spec = _fill_defaults(spec)
     _check_special_tokens(spec.special_tokens or [])  # first: bounded before any other work on them
+    if spec.base is not None:  # its rules were checked filling the defaults; the base's own fit, at submission
+        _check_vocab_size(spec)
+        return spec
     _check_combination(spec)
     if spec.pre_tokenizer_regex:
         check_regex(spec.pre_tokenizer_regex, spec.library, owner)
@@ -145,6 +169,13 @@ def unstorable(text: str, controls: bool) -> str | None:
 
 
 def _fill_defaults(spec: TrainingSpec) -> TrainingSpec:
+    if spec.base is not None:
+        _check_base(spec)
+        # The base decides the split and the alphabet; the merges are learned by tokenmill's rule.
+        return spec.model_copy(update={
+            "library": "tokenmill", "byte_level": True,
+            "pre_tokenizer": spec.base.reference or "none",
+            "special_tokens": spec.special_tokens if spec.special_tokens is not None else []})
     byte_level = spec.byte_level
     if byte_level is None:
         byte_level = spec.library in BYTE_LEVEL_LIBRARIES and spec.algorithm == "bpe" and not spec.byte_fallback
@@ -164,6 +195,29 @@ def _fill_defaults(spec: TrainingSpec) -> TrainingSpec:
     if spec.reserved_special_tokens:
         special = [*special, *(RESERVED.format(i) for i in range(spec.reserved_special_tokens))]
     return spec.model_copy(update={"byte_level": byte_level, "pre_tokenizer": pre_tokenizer, "special_tokens": special})
+
+
+def _check_base(spec: TrainingSpec) -> None:
+    """What extending a base rules out (the base's own fit is checked where it is read: tokenmill.jobs.submission)."""
+    base = spec.base
+    assert base is not None
+    if (base.tokenizer is None) == (base.reference is None):
+        _refuse("base", 'give either {"tokenizer": NAME, "version": N} or {"reference": "gpt2" | "cl100k" | "o200k"}')
+    if base.reference is not None and base.version is not None:
+        _refuse("base", "a reference has no versions: drop 'version'")
+    fixed = {"algorithm": "bpe", "byte_fallback": False, "normalization": "none", "lowercase": False,
+             "split_digits": False, "parity": False, "counting": "streamed", "sampling": None, "max_sentences": None}
+    for name, value in fixed.items():
+        if getattr(spec, name) != value:
+            _refuse("base", f"an extension keeps its base's byte-level BPE as it is: '{name}' cannot be "
+                            f"{getattr(spec, name)!r} (leave it out)")
+    if spec.library not in ("tokenizers", "tokenmill") or spec.byte_level is False:
+        _refuse("base", "an extension is byte-level BPE learned by tokenmill's rule: leave 'library' and 'byte_level' out")
+    if spec.pre_tokenizer_regex or (spec.pre_tokenizer is not None and spec.pre_tokenizer != base.reference):
+        _refuse("base", "an extension splits text with its base's regex: leave 'pre_tokenizer' and "
+                        "'pre_tokenizer_regex' out")
+    if spec.special_tokens:
+        _refuse("base", "an extension keeps its base's special tokens where they are: leave 'special_tokens' out")
 
 
 def _refuse(field: str, why: str) -> None:

@@ -189,12 +189,13 @@ def _from_rank_file(data: bytes, pat_str: str | None, special_tokens: dict[str, 
         ranks = parse_rank_file(data)
     except ValueError as exc:
         raise InvalidInput(f"file: {exc}", field="file") from None
-    if sorted(ranks.values()) != list(range(len(ranks))):
-        raise InvalidInput("file: a tiktoken rank file's ranks must be 0, 1, 2 … without gaps", field="file")
+    if len(set(ranks.values())) != len(ranks):
+        raise InvalidInput("file: a tiktoken rank file gives two tokens the same rank", field="file")
     if any(bytes([b]) not in ranks for b in range(256)):
         raise InvalidInput("file: a tiktoken rank file must rank every one of the 256 single bytes", field="file")
-    if any(not isinstance(i, int) or i < len(ranks) for i in special_tokens.values()):
-        raise InvalidInput(f"special_tokens: each special token's id must come after the {len(ranks)} ranks",
+    if any(not isinstance(i, int) or i < 0 or i in taken for taken in [set(ranks.values())]
+           for i in special_tokens.values()):
+        raise InvalidInput("special_tokens: each special token needs an id of its own, none of the ranks'",
                            field="special_tokens")
     try:
         source_ids = encoding("imported", ranks, special_tokens, pat_str).encode(PROOF_TEXT, disallowed_special=())

@@ -20,7 +20,7 @@ from tokenmill.encoding import sandbox
 from tokenmill.errors import InvalidInput, TokenmillError
 from tokenmill.models import TokenizerVersion
 from tokenmill.store import ObjectStore
-from tokenmill.training.export import _json, sha256
+from tokenmill.training.export import manifest_of, sha256
 from tokenmill.versions.import_formats import Imported
 from tokenmill.versions.registry import next_version_number
 
@@ -63,7 +63,7 @@ def import_version(factory: sessionmaker[Session], store: ObjectStore, team_id: 
     prefix = f"versions/{team_id}/{version_id}"
     lineage = _lineage(imported, filename, source)
     files = dict(imported.files)
-    files["manifest.json"] = _manifest(imported, lineage, files)
+    files["manifest.json"] = manifest_of(imported.spec, lineage, files, imported.tiktoken)
     written: list[str] = []
     try:
         for file_name, data in sorted(files.items()):
@@ -87,14 +87,6 @@ def _lineage(imported: Imported, filename: str | None, source: bytes) -> dict[st
         "python": platform.python_version(),
         "notes": imported.notes,
     }
-
-
-def _manifest(imported: Imported, lineage: dict[str, Any], files: dict[str, bytes]) -> bytes:
-    listing = [{"name": name, "bytes": len(data), "sha256": sha256(data)} for name, data in sorted(files.items())]
-    body: dict[str, Any] = {"spec": imported.spec, "lineage": lineage, "files": listing}
-    if imported.tiktoken:
-        body["tiktoken"] = imported.tiktoken
-    return _json(body)
 
 
 def _register(factory: sessionmaker[Session], team_id: uuid.UUID, name: str, version_id: uuid.UUID,

@@ -79,13 +79,19 @@ def get_version(session: Session, team: Team, name: str, version: str | int) -> 
 
 
 def vocabulary_notes(spec: dict[str, Any], reached: int) -> list[str]:
-    """Why a version has fewer tokens than its spec asked for, if it has."""
+    """Why a version has fewer tokens than its spec asked for, if it has; what an extension added."""
+    base = spec.get("base") or {}
+    added = []
+    if base.get("vocab_size"):
+        label = f"reference {base['reference']}" if base.get("reference") else f"{base.get('tokenizer')} v{base.get('version')}"
+        added = [f"extends {label}: its {base['vocab_size']} tokens keep their ids; {reached - base['vocab_size']} "
+                 "merges learned on the training corpora follow them"]
     requested = spec.get("vocab_size", reached)
     if reached >= requested:
-        return []
+        return added
     how = "lower min_frequency or add text" if spec.get("library") != "sentencepiece" else "add text"
-    return [f"the vocabulary reached {reached} of the {requested} tokens asked for: the training corpora hold "
-            f"too little (or too repetitive) text to learn more; {how}"]
+    return [*added, f"the vocabulary reached {reached} of the {requested} tokens asked for: the training corpora hold "
+                    f"too little (or too repetitive) text to learn more; {how}"]
 
 
 def version_file(version: TokenizerVersion, filename: str) -> dict[str, Any]:

@@ -1,0 +1,149 @@
+"""Extending a byte-level BPE with new merges, its ids untouched (a spec with `base`).
+
+The base is a version of the team's that has a tiktoken rank file, or a reference (gpt2,
+cl100k, o200k). The training texts are split by the base's regex; each distinct piece is
+segmented by the base (tiktoken: its merges, lowest rank first) and counted; the merge learner
+continues from those segmentations by rustbpe's rule (tokenmill.training.merge_learner,
+`learn_merges_from`), numbering new tokens after every id the base uses, its special tokens
+included. So every base token keeps its id and rank, and a text whose pieces hold no pair of
+a new merge encodes to the base's ids exactly (new merges rank after every base merge, so they
+apply only once the base's segmentation is done).
+
+The files are those of an imported rank file (tokenmill.versions.import_formats) made from the
+base's ranks and the new tokens. Learning stops early, and says so, if a new merge would make a
+token the base already has (tiktoken ranks hold each byte string once).
+
+Deliberately not handled: sentencepiece bases (appending pieces with scores), WordPiece and
+Unigram bases, and filling a base's reserved special tokens.
+"""
+
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import regex
+import tiktoken
+from sqlalchemy.orm import Session, sessionmaker
+
+from tokenmill.errors import InvalidInput
+from tokenmill.evaluation.references import load_reference
+from tokenmill.models import Team, TokenizerVersion
+from tokenmill.store import ObjectStore
+from tokenmill.training.export import TIKTOKEN_FILE, manifest_of, sha256
+from tokenmill.training.merge_learner import learn_merges_from
+from tokenmill.training.spec import BaseSpec, TrainingSpec
+from tokenmill.training.tiktoken_format import parse_rank_file, rank_file
+from tokenmill.training.version_files import TrainedFiles
+from tokenmill.versions.import_formats import imported_files
+from tokenmill.versions.registry import get_version, version_file
+from tokenmill.work.progress import Report
+
+REFERENCES = {"gpt2": "gpt2", "cl100k": "cl100k_base", "o200k": "o200k_base"}
+
+
+@dataclass(frozen=True)
+class Base:
+    """What an extension starts from: the base's encoding (ranks, split regex, specials) and its name."""
+
+    encoding: tiktoken.Encoding
+    label: str
+
+    @property
+    def next_id(self) -> int:
+        """The first id no base token uses."""
+        return max(self.encoding.max_token_value, *self.encoding._special_tokens.values(), -1) + 1
+
+
+def checked_base(session: Session, team: Team, spec: TrainingSpec) -> TrainingSpec:
+    """The spec with its base pinned (the version number, the base's size), or a 422 naming
+    `spec.base` for a base that cannot be extended so, or a vocab_size not above it."""
+    base = spec.base
+    assert base is not None
+    if base.reference is not None:
+        size = load_reference(REFERENCES[base.reference]).n_vocab
+        pinned = base.model_copy(update={"vocab_size": size})
+    else:
+        try:
+            row = get_version(session, team, base.tokenizer or "", base.version or "latest")
+        except Exception as exc:  # NotFound, or a malformed version
+            raise InvalidInput(f"spec.base: {getattr(exc, 'detail', exc)}", field="spec.base") from None
+        if not any(entry["name"] == TIKTOKEN_FILE for entry in row.files):
+            raise InvalidInput(f"spec.base: {row.name} v{row.version} cannot be extended: only byte-level BPE split by "
+                               "one regex (a version with a tokenizer.tiktoken file) can be", field="spec.base")
+        pinned = base.model_copy(update={"version": row.version, "vocab_size": row.vocab_size})
+    if spec.vocab_size <= (pinned.vocab_size or 0):
+        raise InvalidInput(f"spec.base: vocab_size {spec.vocab_size} is not above the base's {pinned.vocab_size}",
+                           field="spec.base")
+    return spec.model_copy(update={"base": pinned})
+
+
+def load_base(factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.UUID, base: BaseSpec) -> Base:
+    """The base's tiktoken encoding, from a reference's pinned ranks or a version's stored rank file."""
+    if base.reference is not None:
+        return Base(load_reference(REFERENCES[base.reference]), base.label)
+    with factory() as session:
+        team = session.get(Team, team_id)
+        if team is None:
+            raise InvalidInput("spec.base: the team is gone", field="spec.base")
+        row = get_version(session, team, base.tokenizer or "", base.version or "latest")
+    return Base(_version_encoding(store, row), base.label)
+
+
+def _version_encoding(store: ObjectStore, row: TokenizerVersion) -> tiktoken.Encoding:
+    import json
+
+    manifest = json.loads(store.get_bytes(version_file(row, "manifest.json")["key"]))["tiktoken"]
+    ranks = parse_rank_file(store.get_bytes(version_file(row, TIKTOKEN_FILE)["key"]))
+    return tiktoken.Encoding(f"{row.name}-v{row.version}", pat_str=manifest["pat_str"], mergeable_ranks=ranks,
+                             special_tokens=manifest["special_tokens"])
+
+
+def piece_counts(encoding: tiktoken.Encoding, texts: Iterable[str]) -> Counter[bytes]:
+    """Each distinct piece of the texts (split by the base's regex, as tiktoken splits) and how often it occurs."""
+    pattern = regex.compile(encoding._pat_str)
+    counts: Counter[bytes] = Counter()
+    for text in texts:
+        counts.update(piece.encode("utf-8") for piece in pattern.findall(text))
+    return counts
+
+
+def extended_ranks(base: Base, counts: Counter[bytes], merges: int) -> tuple[dict[bytes, int], int]:
+    """The base's ranks and the new tokens (at most `merges`), and how many were added."""
+    encoding = base.encoding
+    pieces = [(encoding._encode_single_piece(piece), count) for piece, count in counts.items()]
+    symbols = np.fromiter((i for ids, _ in pieces for i in ids), dtype=np.int32)
+    lengths = np.fromiter((len(ids) for ids, _ in pieces), dtype=np.int64, count=len(pieces))
+    weights = np.fromiter((count for _, count in pieces), dtype=np.int64, count=len(pieces))
+    learned = learn_merges_from(symbols, lengths, weights, base.next_id, merges)
+    ranks = dict(encoding._mergeable_ranks)
+    tokens = {rank: token for token, rank in ranks.items()}
+    added = 0
+    for offset, (left, right) in enumerate(learned):
+        token = tokens[left] + tokens[right]
+        if token in ranks:  # another path to a token the base has: tiktoken cannot hold it twice
+            break
+        tokens[base.next_id + offset] = token
+        ranks[token] = base.next_id + offset
+        added += 1
+    return ranks, added
+
+
+def extension_files(spec: TrainingSpec, base: Base, texts: Iterable[str], report: Report,
+                    lineage: dict[str, Any]) -> TrainedFiles:
+    """Every file of the extended version, manifest included."""
+    assert spec.base is not None and spec.base.vocab_size is not None
+    report("counting", 0.0, force=True)
+    counts = piece_counts(base.encoding, texts)
+    report("training", 0.5, force=True)
+    ranks, added = extended_ranks(base, counts, spec.vocab_size - spec.base.vocab_size)
+    report("exporting", 0.82, force=True)
+    imported = imported_files(rank_file(ranks), base.encoding._pat_str, dict(base.encoding._special_tokens))
+    info = {**lineage, "base": {"label": base.label, **spec.base.model_dump(), "merges_added": added,
+                                "first_new_id": base.next_id}}
+    files = dict(imported.files)
+    files["manifest.json"] = manifest_of(spec.model_dump(), info, files, imported.tiktoken)
+    return TrainedFiles(files=files, hashes={name: sha256(data) for name, data in files.items()},
+                        vocab_size=imported.vocab_size)

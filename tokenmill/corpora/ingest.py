@@ -14,7 +14,6 @@ reconciliation pass removes the orphan).
 """
 
 import hashlib
-import json
 import logging
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from tokenmill.corpora.reading import FORMATS, LineSplitter, decompressed, document_of
+from tokenmill.corpora.reading import FORMATS, LineSplitter, decompressed, document_of, json_value
 from tokenmill.corpora.text_counts import TextCounts
 from tokenmill.db import transaction
 from tokenmill.errors import InvalidCorpus, InvalidInput, TooLarge
@@ -147,8 +146,8 @@ def _refuse_json_lines(blocks: Sequence[bytes | memoryview]) -> None:
 
 def _is_json_object(line: str) -> bool:
     try:
-        return isinstance(json.loads(line), dict)
-    except ValueError:  # JSONDecodeError, or a number too long to convert
+        return isinstance(json_value(line, 1), dict)
+    except InvalidCorpus:  # not JSON, or JSON no reader here takes (too deep, an integer too long)
         return False
 
 

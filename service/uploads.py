@@ -29,6 +29,7 @@ storage counted by the core as the file streams), the fields, the caller's own c
 
 import asyncio
 import functools
+import os
 import tempfile
 import threading
 import uuid
@@ -46,7 +47,7 @@ from python_multipart.multipart import parse_options_header
 from starlette.requests import ClientDisconnect, Request
 
 from service.deps import team_quotas
-from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.corpora.ingest import CorpusFields, Turns, ingest_corpus
 from tokenmill.errors import InvalidInput
 from tokenmill.models import Corpus, Team
 from tokenmill.quotas import Quotas, refuse_over
@@ -56,6 +57,9 @@ MAX_FIELD_BYTES = 16 * 1024
 MAX_PARTS = 32
 MAX_STREAMING_UPLOADS = 64  # at once; more wait for a thread, their bodies unread
 UPLOAD_THREADS = ThreadPoolExecutor(MAX_STREAMING_UPLOADS, thread_name_prefix="tokenmill-upload")
+# Of those, how many decompress, check and count at once (tokenmill/corpora/ingest.py Turns): about
+# one per core, so that the event loop and the threads serving reads still get the GIL.
+COMPUTING = Turns(max(1, (os.cpu_count() or 1) - 1))
 
 T = TypeVar("T")
 
@@ -253,10 +257,10 @@ def _ingest(request: Request, upload: MultipartUpload, team: Team, quotas: Quota
     limits = {"max_bytes": state.settings.max_upload_bytes, "max_line_bytes": state.settings.max_line_bytes}
     if upload.streams:
         return ingest_corpus(state.sessionmaker, state.store, team, _fields(upload), upload.file_chunks(),
-                             quotas=quotas, **limits)
+                             quotas=quotas, turns=COMPUTING, **limits)
     with upload.spooled_file() as spool:
         return ingest_corpus(state.sessionmaker, state.store, team, _fields(upload), read_into(spool),
-                             quotas=quotas, **limits)
+                             quotas=quotas, turns=COMPUTING, **limits)
 
 
 def _fields(upload: MultipartUpload) -> CorpusFields:

@@ -19,8 +19,10 @@ team has left: a zstd bomb stops there, as it stops at TOKENMILL_MAX_UPLOAD_BYTE
 the team's row, so that uploads streaming side by side cannot pass them together.
 """
 
+import contextlib
 import hashlib
 import logging
+import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -144,17 +146,56 @@ class Tally:
             raise TooLarge(f"the corpus exceeds {self.max_bytes} bytes once decompressed")
 
 
-def _scanned(chunks: Iterable[bytes], fields: CorpusFields, tally: Tally) -> Iterator[bytes]:
-    # Passes the decompressed chunks through to the store, checking and counting on the way.
+class Turns:
+    """At most `size` uploads of a process decompress, check and count at once; the others wait their turn.
+
+    An upload whose bytes are at hand is all CPU (a zstd bomb is nothing else): forty of them in
+    forty threads leave the event loop and the threads that serve reads a fortieth of the GIL
+    each, and reads take seconds. A turn is held only while the upload computes: it is given
+    back while its next input arrives (a slow client holds none) and while the store takes its
+    output (a slow store neither).
+    """
+
+    def __init__(self, size: int) -> None:
+        self._free = threading.BoundedSemaphore(size)
+
+    def __enter__(self) -> None:
+        self._free.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._free.release()
+
+    def waiting_for(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        """The chunks, read by a holder of a turn that gives it back while each one arrives."""
+        iterator = iter(chunks)
+        while True:
+            self._free.release()
+            try:
+                chunk = next(iterator, None)
+            finally:
+                self._free.acquire()
+            if chunk is None:
+                return
+            yield chunk
+
+
+def _scanned(chunks: Iterable[bytes], fields: CorpusFields, tally: Tally, turns: Turns | None) -> Iterator[bytes]:
+    # Passes the decompressed chunks through to the store, checking and counting on the way, in turns.
     splitter = LineSplitter(max_line_bytes=tally.max_line_bytes)
     count = _count_jsonl if fields.format == "jsonl" else _count_text if fields.format else _count_unsaid
-    for chunk in decompressed(chunks):
-        tally.bytes += len(chunk)
-        tally.check_size()
-        tally.sha256.update(chunk)
-        count(splitter, chunk, False, fields, tally)
+    pieces = decompressed(turns.waiting_for(chunks) if turns else chunks)
+    turn = turns or contextlib.nullcontext()
+    while True:
+        with turn:
+            chunk = next(pieces, None)
+            if chunk is None:
+                count(splitter, b"", True, fields, tally)
+                return
+            tally.bytes += len(chunk)
+            tally.check_size()
+            tally.sha256.update(chunk)
+            count(splitter, chunk, False, fields, tally)
         yield chunk
-    count(splitter, b"", True, fields, tally)
 
 
 def _count_text(splitter: LineSplitter, chunk: bytes, final: bool, fields: CorpusFields, tally: Tally) -> None:
@@ -214,9 +255,10 @@ def ingest_corpus(
     max_bytes: int,
     max_line_bytes: int,
     quotas: Quotas | None = None,
+    turns: Turns | None = None,
 ) -> Corpus:
     """Stream an uploaded corpus to the store, then register it in a short transaction; nothing is left if it is invalid
-    or, with `quotas`, if the team has no room for it."""
+    or, with `quotas`, if the team has no room for it. With `turns`, it computes only in its turn."""
     fields = fields.resolved()
     fields.validate()
     room = _room_for_upload(factory, team, quotas) if quotas is not None else None
@@ -224,7 +266,7 @@ def ingest_corpus(
     key = f"corpora/{team.id}/{corpus_id}"
     tally = Tally(max_bytes=max_bytes, max_line_bytes=max_line_bytes, room=room)
     try:
-        store.put_stream(key, _scanned(chunks, fields, tally))
+        store.put_stream(key, _scanned(chunks, fields, tally, turns))
         if tally.counts.lines == 0:
             raise InvalidCorpus("the corpus holds no text (empty file or only blank lines)", field="file")
         corpus = _corpus_row(corpus_id, team, fields, key, tally)

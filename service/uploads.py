@@ -19,10 +19,17 @@ hands the file back to be read from the start. Every order works; the fields-fir
 (httpx's data before its files, browsers' document order, curl's -F options as given) does
 without writing and reading the file once more.
 Each field holds at most MAX_FIELD_BYTES, a form at most MAX_PARTS parts.
+
+`ingest_upload` is the one path of a corpus upload, for POST /v1/corpora and the dashboard's
+form alike: the team's quotas (concurrent uploads held for the whole upload; corpora and
+storage counted by the core as the file streams), the fields, the caller's own check of them
+(the dashboard's CSRF token) before the file's first byte is read, the file through
+`ingest_corpus` in an upload thread, then the statistics task.
 """
 
 import asyncio
 import functools
+import os
 import tempfile
 import threading
 import uuid
@@ -39,14 +46,20 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import parse_options_header
 from starlette.requests import ClientDisconnect, Request
 
+from service.deps import team_quotas
+from tokenmill.corpora.ingest import CorpusFields, Turns, ingest_corpus
 from tokenmill.errors import InvalidInput
-from tokenmill.quotas import refuse_over
-from tokenmill.store import CHUNK
+from tokenmill.models import Corpus, Team
+from tokenmill.quotas import Quotas, refuse_over
+from tokenmill.store import CHUNK, read_into
 
 MAX_FIELD_BYTES = 16 * 1024
 MAX_PARTS = 32
 MAX_STREAMING_UPLOADS = 64  # at once; more wait for a thread, their bodies unread
 UPLOAD_THREADS = ThreadPoolExecutor(MAX_STREAMING_UPLOADS, thread_name_prefix="tokenmill-upload")
+# Of those, how many decompress, check and count at once (tokenmill/corpora/ingest.py Turns): about
+# one per core, so that the event loop and the threads serving reads still get the GIL.
+COMPUTING = Turns(max(1, (os.cpu_count() or 1) - 1))
 
 T = TypeVar("T")
 
@@ -218,3 +231,37 @@ class MultipartUpload:
 
     def _end(self) -> None:
         self._ended = True
+
+
+async def ingest_upload(request: Request, upload: MultipartUpload, team: Team,
+                        check: Callable[[MultipartUpload], None] | None = None) -> Corpus:
+    """Read an upload's fields, `check` them, stream its file into a corpus of the team's, then queue its statistics.
+
+    The team's concurrent_uploads quota is held from before the body's first byte until the row
+    is in; no database session is open meanwhile (the core opens short ones).
+    """
+    quotas = await run_upload(team_quotas, request, team.id)  # cached; a read at most every few seconds
+    with request.app.state.uploads.held(team.id, quotas.concurrent_uploads):
+        await upload.read_fields()
+        if check is not None:
+            check(upload)
+        corpus = await run_upload(_ingest, request, upload, team, quotas)
+    await run_upload(request.app.state.queue.send_statistics, corpus.id)  # broker away: the sweeper sends it
+    return corpus
+
+
+def _ingest(request: Request, upload: MultipartUpload, team: Team, quotas: Quotas) -> Corpus:
+    # In an upload thread: the file streams when it came after the fields the core needs first,
+    # else it waits in a spool until the fields after it are read.
+    state = request.app.state
+    limits = {"max_bytes": state.settings.max_upload_bytes, "max_line_bytes": state.settings.max_line_bytes}
+    if upload.streams:
+        return ingest_corpus(state.sessionmaker, state.store, team, _fields(upload), upload.file_chunks(),
+                             quotas=quotas, turns=COMPUTING, **limits)
+    with upload.spooled_file() as spool:
+        return ingest_corpus(state.sessionmaker, state.store, team, _fields(upload), read_into(spool),
+                             quotas=quotas, turns=COMPUTING, **limits)
+
+
+def _fields(upload: MultipartUpload) -> CorpusFields:
+    return CorpusFields.from_form(upload.fields, upload.filename)

@@ -5,17 +5,15 @@ import uuid
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from sqlalchemy import select
-from starlette.concurrency import run_in_threadpool
 
-from service.deps import PageDep, QueueDep, SessionDep, SessionmakerDep, SettingsDep, StoreDep, TeamDep
+from service.deps import ExpensiveTeamDep, PageDep, SessionDep, StoreDep, TeamDep
 from service.schemas import CorpusOut, Listing
-from service.uploads import MultipartUpload, run_upload
+from service.uploads import MultipartUpload, ingest_upload
 from tokenmill.corpora import rows as corpus_rows
-from tokenmill.corpora.ingest import NAMED_FIELDS, CorpusFields, ingest_corpus
+from tokenmill.corpora.ingest import NAMED_FIELDS
 from tokenmill.corpora.reading import FORMATS
 from tokenmill.models import Corpus
 from tokenmill.pagination import paginate
-from tokenmill.store import ObjectStore, read_into
 
 router = APIRouter(prefix="/v1/corpora", tags=["corpora"])
 
@@ -36,33 +34,11 @@ UPLOAD_FORM = {"requestBody": {"required": True, "content": {"multipart/form-dat
 
 
 @router.post("", status_code=201, response_model=CorpusOut, openapi_extra=UPLOAD_FORM)
-async def upload_corpus(request: Request, factory: SessionmakerDep, store: StoreDep, queue: QueueDep, team: TeamDep,
-                        settings: SettingsDep):
-    # The fields are read first; with them, the file streams from the request to the store through
-    # ingest_corpus in an upload thread (fields after the file: it is spooled until they are read).
-    # No database session is open meanwhile: the row is inserted in a short transaction after.
-    upload = MultipartUpload(request, before_file=NAMED_FIELDS)
-    form = await upload.read_fields()
-    limits = {"max_bytes": settings.max_upload_bytes, "max_line_bytes": settings.max_line_bytes}
-    if upload.streams:
-        corpus = await run_upload(ingest_corpus, factory, store, team, _fields(form, upload.filename),
-                                  upload.file_chunks(), **limits)
-    else:
-        corpus = await run_upload(_ingest_spooled, upload, factory, store, team, limits)
-    await run_in_threadpool(queue.send_statistics, corpus.id)  # if the broker is away, the sweeper sends it
-    return corpus
-
-
-def _fields(form: dict[str, str], filename: str | None) -> CorpusFields:
-    # No format (or an empty one): the file's name or its first line decides (tokenmill/corpora/ingest.py).
-    return CorpusFields(name=form.get("name", ""), domain=form.get("domain", ""), language=form.get("language", ""),
-                        format=form.get("format") or None, text_field=form.get("text_field") or None,
-                        parallel_group=form.get("parallel_group") or None, filename=filename)
-
-
-def _ingest_spooled(upload: MultipartUpload, factory, store: ObjectStore, team, limits: dict[str, int]) -> Corpus:
-    with upload.spooled_file() as spool:
-        return ingest_corpus(factory, store, team, _fields(upload.fields, upload.filename), read_into(spool), **limits)
+async def upload_corpus(request: Request, team: ExpensiveTeamDep):
+    # The fields are read first; with them, the file streams from the request to the store in an
+    # upload thread (fields after the file: it is spooled until they are read), under the team's
+    # quotas: the same path as the dashboard's form (service/uploads.py).
+    return await ingest_upload(request, MultipartUpload(request, before_file=NAMED_FIELDS), team)
 
 
 @router.get("", response_model=Listing[CorpusOut])

@@ -4,15 +4,21 @@ Both show each corpus's id, to copy into API calls, and a delete button: a CSRF-
 that calls the handler of DELETE /v1/corpora/{id} itself (the row and, through it, the
 corpus's evaluations go; then the stored object), and comes back to the list.
 
-The upload calls `ingest_corpus` (which inserts the row in its own short transaction, after
-the file has streamed), then queues the statistics task, as POST /v1/corpora does; no
-session is held while the form arrives or the file streams. Without script the form posts
-and the browser follows the redirect; the page's script posts the same form with
-XMLHttpRequest (to show progress) and asks for JSON.
+The upload takes the one path of POST /v1/corpora (service/uploads.py `ingest_upload`): the
+form is read as it arrives, its file streamed to the store in an upload thread (never in the
+pool that serves the pages and the API's reads), under the team's quotas (the request rate of
+the team's dashboard, concurrent uploads, corpora, storage), then the statistics task is
+queued; no session is held while the form arrives or the file streams. Its own parts: the
+CSRF token must come before the file (the page's form puts it first), and every refusal
+answers with the form again, saying what to fix. Without script the form posts and the
+browser follows the redirect; the page's script posts the same form with XMLHttpRequest (to
+show progress) and asks for JSON.
 """
 
+import functools
 import math
 import uuid
+from collections.abc import Mapping
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -20,21 +26,20 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from markupsafe import Markup
 from sqlalchemy import select
-from starlette.datastructures import FormData, UploadFile
 
-from service.deps import QueueDep, SessionDep, SessionmakerDep, StoreDep
-from service.inputs import MAX_PAGE
+from service.deps import SessionDep, StoreDep, spend_request
+from service.inputs import MAX_PAGE, check_values
 from service.problems import domain_problem
-from service.web.auth import FormDep, WebSessionDep
+from service.uploads import MultipartUpload, ingest_upload, run_upload
+from service.web.auth import CSRF_FIELD, CsrfRejected, FormDep, WebSession, WebSessionDep
 from service.web.charts import Axis, Series, line_chart
 from service.web.render import WebRoute, render, see_other, wants_json
-from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
+from tokenmill.corpora.ingest import NAMED_FIELDS
 from tokenmill.corpora.reading import FORMATS
 from tokenmill.corpora.rows import delete_corpus, get_corpus
 from tokenmill.errors import InvalidInput, TokenmillError
 from tokenmill.models import Corpus
 from tokenmill.pagination import Page, page_count, paginate
-from tokenmill.store import read_into
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 
@@ -42,7 +47,7 @@ PER_PAGE = 50
 FIELDS = ("name", "domain", "language", "format", "text_field", "parallel_group")
 
 
-def _corpora_page(request: Request, session, web, page: int, form: FormData | None = None,
+def _corpora_page(request: Request, session, web, page: int, form: Mapping[str, str] | None = None,
                   error: TokenmillError | None = None, deleted: str | None = None):
     query = select(Corpus).where(Corpus.team_id == web.team.id)
     rows, total = paginate(session, query.order_by(Corpus.created_at.desc()), Page(page=page, limit=PER_PAGE))
@@ -66,37 +71,39 @@ def delete(web: WebSessionDep, form: FormDep, session: SessionDep, store: StoreD
     return see_other(f"/corpora?deleted={quote(name, safe='')}")
 
 
-def _fields(form: FormData, filename: str | None) -> CorpusFields:
-    def text(name: str) -> str:
-        value = form.get(name)
-        return value.strip() if isinstance(value, str) else ""
-
-    # "Detect" (an empty format): the file's name or its first line decides, as in POST /v1/corpora.
-    return CorpusFields(name=text("name"), domain=text("domain"), language=text("language"),
-                        format=text("format") or None, text_field=text("text_field") or None,
-                        parallel_group=text("parallel_group") or None, filename=filename)
-
-
 @router.post("/corpora")
-def upload(request: Request, web: WebSessionDep, form: FormDep, factory: SessionmakerDep, store: StoreDep,
-           queue: QueueDep):
-    upload_file = form.get("file")
-    settings = request.app.state.settings
+async def upload(request: Request, web: WebSessionDep):
+    """Upload a corpus as POST /v1/corpora does, then show it; a refusal shows the form again with the reason."""
+    fields: dict[str, str] = {}  # as far as they were read
     try:
-        if not isinstance(upload_file, UploadFile) or not upload_file.filename:
-            raise InvalidInput("choose a file to upload", field="file")
-        corpus = ingest_corpus(factory, store, web.team, _fields(form, upload_file.filename), read_into(upload_file.file),
-                               max_bytes=settings.max_upload_bytes, max_line_bytes=settings.max_line_bytes)
-    except TokenmillError as exc:  # InvalidInput, InvalidCorpus, TooLarge: the form says what to fix
+        await run_upload(spend_request, request, web.team, f"team:{web.team.id}")
+        form = MultipartUpload(request, before_file=NAMED_FIELDS)
+        fields = form.fields
+        corpus = await ingest_upload(request, form, web.team, check=functools.partial(_check_form, web))
+    except TokenmillError as exc:  # InvalidInput, InvalidCorpus, TooLarge, OverQuota: the form says what to fix
         if wants_json(request):
             return domain_problem(request, exc)
-        with factory() as session:
-            return _corpora_page(request, session, web, 1, form, exc)
-    queue.send_statistics(corpus.id)  # if the broker is away, the sweeper sends it
+        return await run_upload(_form_again, request, web, fields, exc)
     location = f"/corpora/{corpus.id}"
     if wants_json(request):
         return JSONResponse({"id": str(corpus.id), "location": location}, status_code=201)
     return see_other(location)
+
+
+def _check_form(web: WebSession, form: MultipartUpload) -> None:
+    # The fields before the file, before its first byte is read: the session's CSRF token among them.
+    if not web.accepts(form.fields.get(CSRF_FIELD)):
+        raise CsrfRejected()
+    check_values(form.fields.items())
+    if not form.filename:
+        raise InvalidInput("choose a file to upload", field="file")
+
+
+def _form_again(request: Request, web: WebSession, fields: Mapping[str, str], error: TokenmillError):
+    with request.app.state.sessionmaker() as session:
+        page = _corpora_page(request, session, web, 1, fields, error)
+    page.headers.update(error.headers())  # Retry-After, where waiting helps
+    return page
 
 
 def zipf_chart(statistics: dict[str, Any]) -> Markup:

@@ -7,9 +7,10 @@ non-blank lines ("text") or the `text_field` of each JSON line ("jsonl"). Lines 
 
 import itertools
 import json
+import sys
 import zlib
-from collections.abc import Iterable, Iterator
-from typing import IO, TYPE_CHECKING, cast
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import numpy as np
 import zstandard
@@ -23,8 +24,10 @@ if TYPE_CHECKING:
 FORMATS = ("text", "jsonl")
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+SKIPPABLE_MAGIC = b"\x2a\x4d\x18"  # the last three bytes of a skippable frame's magic number
 NEWLINE = 0x0A
 VALIDATE_BYTES = 16 * 1024
+MAX_JSON_DEPTH = 128  # arrays and objects inside one another on one JSON line
 
 
 def decompressed(chunks: Iterable[bytes]) -> Iterator[bytes]:
@@ -70,14 +73,109 @@ def _gunzip(head: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 
 def _unzstd(head: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
-    # zstandard asks for a file but only reads one (and closes it if it can).
-    source = cast(IO[bytes], ChunkReader(itertools.chain([head], chunks)))
+    # zstandard asks for a file but only reads one (and closes it if it can). Its stream reader
+    # bounds each output piece, so a small bomb cannot blow up memory, but it ends quietly
+    # where its input ends, mid-frame or not: the frames walked alongside say which it was.
+    frames = ZstdFrames()
+    source = cast(IO[bytes], ChunkReader(frames.walked(itertools.chain([head], chunks))))
     reader = zstandard.ZstdDecompressor().stream_reader(source, read_across_frames=True)
     try:
         while out := reader.read(CHUNK):
             yield out
     except zstandard.ZstdError as exc:
         raise InvalidCorpus(f"corrupt zstd data: {exc}", field="file") from None
+    if not frames.ended:
+        raise InvalidCorpus("truncated zstd data: the file ends inside a frame", field="file")
+
+
+class ZstdFrames:
+    """Where a zstd stream stands between its frames, read from their headers alone (RFC 8878).
+
+    Each block's header says how long its body is, so the walk skips the bodies: a few steps
+    per block (at most 128 KiB of output each), never per byte. Decoding the blocks, and
+    finding corrupt data inside one, stay zstandard's; this only tells a stream that ends
+    after a whole frame from one cut short, which zstandard's stream reader does not.
+    """
+
+    def __init__(self) -> None:
+        self._header = b""  # what has arrived of the next header
+        self._wanted = 4  # its length
+        self._read: Callable[[bytes], None] = self._frame_magic  # what reads it
+        self._skip = 0  # body bytes to pass over before the next header
+        self._checksum = False  # the frame ends with a 4-byte checksum
+
+    @property
+    def ended(self) -> bool:
+        """The bytes so far end with a whole frame (or with a whole skippable one)."""
+        return self._read == self._frame_magic and not self._header and not self._skip
+
+    def walked(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        """The chunks, each walked as it passes."""
+        for chunk in chunks:
+            self.feed(chunk)
+            yield chunk
+
+    def feed(self, data: bytes) -> None:
+        at, size = 0, len(data)
+        while at < size:
+            if self._skip:
+                step = min(self._skip, size - at)
+                self._skip -= step
+            elif not self._header and size - at >= self._wanted:  # a whole header here: read it where it is
+                step = self._wanted
+                self._read(data[at:at + step])
+            else:  # a header cut by the end of the data: gathered across feeds
+                step = min(self._wanted - len(self._header), size - at)
+                self._header += data[at:at + step]
+                if len(self._header) == self._wanted:
+                    header, self._header = self._header, b""
+                    self._read(header)
+            at += step
+
+    def _expect(self, size: int, read: Callable[[bytes], None]) -> None:
+        self._wanted, self._read = size, read
+
+    def _frame_magic(self, magic: bytes) -> None:
+        if magic == ZSTD_MAGIC:
+            self._expect(1, self._frame_descriptor)
+        elif magic[1:] == SKIPPABLE_MAGIC and magic[0] & 0xF0 == 0x50:  # 0x184D2A50 to 0x184D2A5F
+            self._expect(4, self._skippable_size)
+        else:
+            raise InvalidCorpus("corrupt zstd data: something other than a frame follows a frame", field="file")
+
+    def _frame_descriptor(self, descriptor: bytes) -> None:
+        # The rest of the frame header: a window byte unless single-segment, a dictionary id, the content size.
+        flags = descriptor[0]
+        single_segment = bool(flags & 0x20)
+        self._checksum = bool(flags & 0x04)
+        rest = (0 if single_segment else 1) + (0, 1, 2, 4)[flags & 0x03] + (int(single_segment), 2, 4, 8)[flags >> 6]
+        if rest:
+            self._expect(rest, self._frame_header)
+        else:
+            self._frame_header(b"")
+
+    def _frame_header(self, _: bytes) -> None:
+        self._expect(3, self._block_header)
+
+    def _block_header(self, header: bytes) -> None:
+        value = int.from_bytes(header, "little")
+        last, kind, size = value & 1, (value >> 1) & 3, value >> 3
+        if kind == 3:
+            raise InvalidCorpus("corrupt zstd data: a block of the reserved type", field="file")
+        self._skip = 1 if kind == 1 else size  # an RLE block's body is the one byte it repeats
+        if not last:
+            self._expect(3, self._block_header)
+        elif self._checksum:
+            self._expect(4, self._frame_end)
+        else:
+            self._frame_end(b"")
+
+    def _frame_end(self, _: bytes) -> None:
+        self._expect(4, self._frame_magic)
+
+    def _skippable_size(self, size: bytes) -> None:
+        self._skip = int.from_bytes(size, "little")
+        self._expect(4, self._frame_magic)
 
 
 class LineSplitter:
@@ -208,20 +306,70 @@ def document_of(line: str, line_number: int, fmt: str, text_field: str | None) -
         return line if line.strip() else None
     if not line.strip():
         return None
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InvalidCorpus(f"line {line_number} is not valid JSON: {exc.msg}", field="file") from None
+    record = json_value(line, line_number)
     field = text_field or "text"
-    value = record.get(field) if isinstance(record, dict) else None
+    if not isinstance(record, dict):
+        raise InvalidCorpus(f"line {line_number} is {_json_kind(record)}, not a JSON object", field="file")
+    if field not in record:
+        raise InvalidCorpus(f"line {line_number} has no field {field!r}", field="text_field")
+    value = record[field]
     if not isinstance(value, str):
-        raise InvalidCorpus(f"line {line_number} has no string field {field!r}", field="text_field")
+        raise InvalidCorpus(f"line {line_number}: field {field!r} is {_json_kind(value)}, not a string", field="file")
     if "\\u" in line and not _is_unicode(value):
         # A JSON escape of half a surrogate pair (\ud800) is valid JSON but not text: no
         # tokenizer library can take it.
         raise InvalidCorpus(f"line {line_number}: field {field!r} holds an unpaired surrogate escape (\\uD800-\\uDFFF)",
                             field="file")
     return value or None
+
+
+def json_value(line: str, line_number: int) -> Any:
+    """The value of one JSON line, in time and memory linear in its length; InvalidCorpus naming the line if it has none.
+
+    Deep nesting is refused past MAX_JSON_DEPTH (the C scanner would stop at the interpreter's
+    recursion limit, about a thousand levels less the caller's frames, so a line read here at
+    upload could fail where training reads it). A long integer is refused by Python's own
+    limit on digits (4,300 by default) before it is converted, which would be quadratic.
+    """
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidCorpus(f"line {line_number} is not valid JSON: {exc.msg}", field="file") from None
+    except RecursionError:
+        raise _too_deep(line_number) from None
+    except ValueError:  # the integer limit: not a JSONDecodeError, and no position
+        raise InvalidCorpus(f"line {line_number} holds an integer of more than {sys.get_int_max_str_digits()} digits",
+                            field="file") from None
+    # Only a line with that many brackets can nest that deep; most have far fewer.
+    if line.count("[") + line.count("{") > MAX_JSON_DEPTH and _nests_deeper(value, MAX_JSON_DEPTH):
+        raise _too_deep(line_number)
+    return value
+
+
+def _too_deep(line_number: int) -> InvalidCorpus:
+    return InvalidCorpus(f"line {line_number} nests arrays or objects more than {MAX_JSON_DEPTH} levels deep",
+                         field="file")
+
+
+def _nests_deeper(value: Any, limit: int) -> bool:
+    # Depth first with a stack of its own: the value may nest as deep as the scanner allowed.
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    kinds = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number"}
+    return kinds.get(type(value), "a value")
 
 
 def _is_unicode(value: str) -> bool:

@@ -3,8 +3,8 @@
 Each key has a bucket `TOKENMILL_RATE_BURST` deep that refills at its team's
 `requests_per_minute` (tokenmill.quotas). An expensive request (encode, BPE steps, the cost
 report, an upload, a job submission) takes one token; an empty bucket answers 429 with
-`Retry-After` and the IETF `RateLimit`/`RateLimit-Policy` headers. A dashboard session spends
-the bucket of the key it signed in with, so the two faces share one rate.
+`Retry-After` and the IETF `RateLimit`/`RateLimit-Policy` headers. A team's dashboard sessions
+share one bucket of their own (`team:<id>`).
 
 The buckets live in the API process: an operator who runs several API processes behind one
 address divides the figure by their number (docs/operations.md, "Fair share").

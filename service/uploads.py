@@ -28,6 +28,7 @@ storage counted by the core as the file streams), the fields, the caller's own c
 """
 
 import asyncio
+import contextvars
 import functools
 import os
 import tempfile
@@ -95,8 +96,11 @@ def uploads_in_flight(request: Request, team_id: uuid.UUID) -> int:
 
 
 async def run_upload(func: Callable[..., T], *args, **kwargs) -> T:
-    """Run the synchronous consumer of an upload's file in an upload thread (it pulls the file with `file_chunks`)."""
-    return await asyncio.get_running_loop().run_in_executor(UPLOAD_THREADS, functools.partial(func, *args, **kwargs))
+    """Run the synchronous consumer of an upload's file in an upload thread (it pulls the file with
+    `file_chunks`), in the request's context: its log lines carry the request's id."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(
+        UPLOAD_THREADS, context.run, functools.partial(func, *args, **kwargs))
 
 
 class MultipartUpload:

@@ -104,9 +104,19 @@ def test_workers_killed_while_counting_parts_retry_the_job_and_leave_no_part(fau
         assert session.scalar(select(func.count()).select_from(CountPart).where(CountPart.job_id == job_id)) == 0
 
 
-def counting_processes() -> list[psutil.Process]:
-    """The processes counting texts for a `library: tokenmill` job, on this machine."""
-    return [p for p in psutil.process_iter(["cmdline"]) if "with_tokenmill import serve" in " ".join(p.info["cmdline"] or [])]
+def counting_processes(stack) -> list[psutil.Process]:
+    """The processes counting texts for a `library: tokenmill` job of this stack's workers (orphans
+    included: they keep its environment), not of other test runs on the machine."""
+    database = stack.worker_env["TOKENMILL_DATABASE_URL"]
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if ("with_tokenmill import serve" in " ".join(process.info["cmdline"] or [])
+                    and process.environ().get("TOKENMILL_DATABASE_URL") == database):
+                found.append(process)
+        except psutil.Error:
+            pass  # ended meanwhile, or not ours to read
+    return found
 
 
 def test_a_tokenmill_job_whose_process_is_killed_leaves_no_counting_process_and_succeeds(
@@ -115,19 +125,19 @@ def test_a_tokenmill_job_whose_process_is_killed_leaves_no_counting_process_and_
     corpus.write_bytes(b"".join((CORPORA / "manpages" / f"{name}.txt").read_bytes()
                                 for name in ("deu_Latn", "fra_Latn", "rus_Cyrl", "eng_Latn")))
     job_id = submit(faults_http, upload(faults_http, corpus, "manpages"), {"library": "tokenmill", "vocab_size": 4000})
-    until(counting_processes, bool, 120, every=0.1)
+    until(lambda: counting_processes(fault_stack), bool, 120, every=0.1)
     started = time.monotonic()
     # Only the job's own process (the pool's child): its counting children are left to notice.
     killed = psutil.Process(fault_stack.worker.pid).children()
     for process in killed:
         process.send_signal(signal.SIGKILL)
     assert killed
-    until(counting_processes, lambda left: not left, 60)  # no orphan: each ends once its parent is gone
+    until(lambda: counting_processes(fault_stack), lambda left: not left, 60)  # no orphan: each ends once its parent is gone
     job = ended(faults_http, f"/v1/jobs/{job_id}")
     record("a tokenmill job's process kill -9 while counting", f"{job['status']} after {job['attempts']} attempts, "
            "no counting process left", elapsed(started))
     assert job["status"] == "succeeded" and job["attempts"] == 2, job
-    assert not counting_processes()
+    assert not counting_processes(fault_stack)
     no_orphans(sessionmaker, store, team_id)
 
 

@@ -41,6 +41,7 @@ def stack(settings, tmp_path_factory):
 
     redis_db = services.REDIS_DB_BASE
     redis.Redis.from_url(settings.broker_url.rsplit("/", 1)[0] + f"/{redis_db}").flushdb()
+    settle_left_work(settings.database_url)
     env = process_env(settings, redis_db)
     logs = tmp_path_factory.mktemp("logs")
     port = services.free_port()
@@ -90,3 +91,31 @@ def api_process(settings, log: Path, **env: str) -> Iterator[str]:
                 process.kill()
                 process.wait()
             print(f"API log tail ({log}):\n" + log.read_text(errors="replace")[-3000:])
+
+
+LEFT_BEHIND = "left queued by a test that ran no worker"
+
+
+def settle_left_work(database_url: str) -> None:
+    """End the work earlier tests left queued with no worker of theirs (the API and integration
+    tests submit without running): a worker starts any team's queued row in turn, and would run
+    theirs before the suite's own. Queued jobs and evaluation runs are cancelled, statistics no
+    worker took are failed."""
+    from sqlalchemy import update
+
+    from tokenmill.db import make_engine, make_sessionmaker, transaction, utcnow
+    from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
+    from tokenmill.work.lifecycle import stage_of
+
+    engine = make_engine(database_url)
+    try:
+        with transaction(make_sessionmaker(engine)) as session:
+            for model in (TrainingJob, EvaluationRun):
+                session.execute(update(model).where(model.status == Status.QUEUED).values(
+                    status=Status.CANCELLED, error=LEFT_BEHIND, finished_at=utcnow(), updated_at=utcnow(),
+                    **stage_of(model, "cancelled")))
+            session.execute(update(Corpus).where(Corpus.statistics.is_(None), Corpus.statistics_error.is_(None),
+                                                 Corpus.statistics_claimed_at.is_(None))
+                            .values(statistics_error=LEFT_BEHIND))
+    finally:
+        engine.dispose()

@@ -22,30 +22,15 @@ def serve(host: str, port: int) -> None:
                               "--host", host, "--port", str(port), "--log-level", "info"])
 
 
-def _beat_schedule() -> str:
-    # Under the instance's home: two instances on one machine never share (or clobber) a schedule.
-    home = get_settings().home
-    home.mkdir(parents=True, exist_ok=True)
-    return str(home / "beat-schedule")
-
-
-def worker(concurrency: int, with_beat: bool = False) -> None:
+def worker(concurrency: int) -> None:
     """Become a Celery worker process (prefork) of workers.app: the core never imports the workers."""
-    argv = ["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=prefork",
-            "--without-gossip", "--without-mingle"]
-    if with_beat:
-        # One process runs the sweeper too: for the embedded mode, where there is no beat service.
-        argv += ["--beat", f"--schedule={_beat_schedule()}"]
-    _celery(argv)
+    os.execv(sys.executable, [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--loglevel=INFO",
+                              f"--concurrency={concurrency}", "--pool=prefork", "--without-gossip", "--without-mingle"])
 
 
 def beat() -> None:
-    """Become the beat process that sends the periodic sweeps and reconciliations."""
-    _celery(["beat", "--loglevel=INFO", f"--schedule={_beat_schedule()}"])
-
-
-def _celery(argv: list[str]) -> None:
-    os.execv(sys.executable, [sys.executable, "-m", "celery", "-A", "workers.app", *argv])
+    """Become the upkeep process (workers.upkeep): it sweeps and reconciles itself, on no worker's slot."""
+    os.execv(sys.executable, [sys.executable, "-m", "workers.upkeep"])
 
 
 def manage_teams(args: argparse.Namespace) -> None:
@@ -105,9 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000)
     p = sub.add_parser("worker", help="run a Celery worker")
     p.add_argument("--concurrency", type=int, default=1)
-    p.add_argument("--beat", action="store_true", help="also run the periodic sweeper in this process")
-    sub.add_parser("beat", help="run the periodic sweeper")
-    p = sub.add_parser("up", help="embedded mode: SQLite, a local folder and a local transport; API + worker")
+    sub.add_parser("beat", help="run the upkeep: the sweeper and the reconciliation (one per installation)")
+    p = sub.add_parser("up", help="embedded mode: SQLite, a local folder and a local transport; API, worker, upkeep")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--home", type=Path, help="where the data lives (default: TOKENMILL_HOME, or ./.tokenmill)")
@@ -131,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "serve":
         serve(args.host, args.port)
     elif args.command == "worker":
-        worker(args.concurrency, args.beat)
+        worker(args.concurrency)
     elif args.command == "beat":
         beat()
     elif args.command == "up":

@@ -1,7 +1,8 @@
 """`tokenmill up`: the whole product on one machine with nothing but Python.
 
 SQLite file, a local folder store and kombu's filesystem transport, under one home folder;
-the API in this process and a real worker process beside it. The first start creates a
+an API process, a real worker process and the upkeep process (sweeper and reconciliation)
+beside it. The first start creates a
 local team, keeps its API key in `<home>/api-key` (mode 0600) and loads a small demo corpus.
 """
 
@@ -76,7 +77,7 @@ def first_start(home: Path) -> str:
 
 
 def up(home: Path, host: str, port: int) -> None:
-    """Migrate, seed, then run a worker process and an API process until interrupted."""
+    """Migrate, seed, then run a worker, the upkeep and an API process until interrupted."""
     home.mkdir(parents=True, exist_ok=True)
     os.environ.update(embedded_environment(home))
     os.environ["TOKENMILL_API_URL"] = f"http://{host}:{port}"
@@ -84,7 +85,8 @@ def up(home: Path, host: str, port: int) -> None:
     migrate()
     key = first_start(home)
     tokenmill = [sys.executable, "-m", "tokenmill"]
-    worker = subprocess.Popen([*tokenmill, "worker", "--beat"], env=dict(os.environ))
+    worker = subprocess.Popen([*tokenmill, "worker"], env=dict(os.environ))
+    upkeep = subprocess.Popen([*tokenmill, "beat"], env=dict(os.environ))
     print(f"\nTokenmill is starting on http://{host}:{port}  (data in {home.resolve()})")
     print(f"API key of team '{LOCAL_TEAM}' (also in {home / 'api-key'}):\n{key}\n", flush=True)
     api = subprocess.Popen([*tokenmill, "serve", "--host", host, "--port", str(port)], env=dict(os.environ))
@@ -95,9 +97,9 @@ def up(home: Path, host: str, port: int) -> None:
     except (KeyboardInterrupt, _Stopped):
         pass
     finally:
-        for process in (api, worker):
+        for process in (api, worker, upkeep):
             process.terminate()
-        for process in (api, worker):
+        for process in (api, worker, upkeep):
             try:
                 process.wait(30)
             except subprocess.TimeoutExpired:

@@ -90,6 +90,10 @@ class Corpus(Base):
     statistics: Mapped[dict[str, Any] | None] = mapped_column(Json)
     # When a worker began computing the statistics: its claim, so that no other starts them too.
     statistics_claimed_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # The task holding that claim, the claims counted, and why the statistics failed (they end as a job does).
+    statistics_claimed_by: Mapped[str | None] = mapped_column(String(200))
+    statistics_attempts: Mapped[int] = mapped_column(default=0, server_default="0")
+    statistics_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
 
 
@@ -119,6 +123,10 @@ class TrainingJob(Base):
     updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(Timestamp)
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # The task (a Celery task id) whose worker holds the current claim.
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    # Queued again after a transient fault: not started before this (tokenmill.work.scheduling).
+    retry_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
 class TokenizerVersion(Base):
@@ -159,6 +167,10 @@ class EvaluationRun(Base):
     updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(Timestamp)
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # The task (a Celery task id) whose worker holds the current claim.
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    # Queued again after a transient fault: not started before this (tokenmill.work.scheduling).
+    retry_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
 class Evaluation(Base):

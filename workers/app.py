@@ -32,12 +32,7 @@ def configure(sender: Celery, **_) -> None:
         # A child that still holds this much after a task is replaced (the heartbeat stops one
         # that passes TOKENMILL_JOB_MAX_MEMORY_BYTES during a task).
         worker_max_memory_per_child=max(settings.job_max_memory_bytes // 2 // 1024, 1),
-        beat_schedule={
-            "sweep": {"task": "tokenmill.sweep", "schedule": settings.sweep_interval,
-                      "options": {"expires": settings.sweep_interval}},
-            # Listing the whole store is heavier: ten times less often.
-            "reconcile": {"task": "tokenmill.reconcile", "schedule": 10 * settings.sweep_interval,
-                          "options": {"expires": 10 * settings.sweep_interval}},
-        },
+        # No beat schedule: the sweeper and the reconciliation run in the upkeep process
+        # (workers/upkeep.py, `tokenmill beat`), never waiting behind training for a slot.
         worker_hijack_root_logger=False,
     )

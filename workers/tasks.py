@@ -1,18 +1,22 @@
-"""Thin tasks: open the process's resources and call one core function."""
+"""Thin tasks: open the process's resources and call one core function.
+
+A train, evaluate or corpus_statistics message names a queued row, and starts the fair next row
+of its kind (tokenmill/work/scheduling.py), or takes its own over if that one fell silent; the
+upkeep (sweeper, reconciliation) is not here but in its own process (workers/upkeep.py).
+"""
 
 import uuid
+from collections.abc import Callable
 from functools import lru_cache
 
 from celery import group
 from celery.exceptions import TimeLimitExceeded
 from celery.signals import worker_init, worker_process_init
 
-from tokenmill.corpora.statistics_runs import record_statistics
+from tokenmill.corpora.statistics_runs import abandon_statistics, run_next_statistics
 from tokenmill.db import make_engine, make_sessionmaker
-from tokenmill.evaluation.pipeline import abandon_run, run_evaluation
-from tokenmill.jobs.pipeline import abandon_job, run_training_job
-from tokenmill.jobs.reconcile import reconcile
-from tokenmill.jobs.sweeper import Senders, sweep
+from tokenmill.evaluation.pipeline import abandon_run, run_next_evaluation
+from tokenmill.jobs.pipeline import abandon_job, run_next_job
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
 from tokenmill.training.counted import Helpers, help_counting
@@ -45,8 +49,12 @@ def reset_after_fork(**_) -> None:
     resources()
 
 
-# How to fail the row behind a task's keyword argument, once its child was killed.
-ABANDON = {"job_id": abandon_job, "run_id": abandon_run}
+# How to fail the row a task's killed child had claimed (found by the task's id).
+ABANDON = {
+    "tokenmill.train": lambda factory, store, task_id: abandon_job(factory, store, task_id, TIME_LIMIT),
+    "tokenmill.evaluate": lambda factory, store, task_id: abandon_run(factory, store, task_id, TIME_LIMIT),
+    "tokenmill.corpus_statistics": lambda factory, store, task_id: abandon_statistics(factory, task_id),
+}
 
 
 class LimitedTask(app.Task):
@@ -55,17 +63,27 @@ class LimitedTask(app.Task):
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
         # On a hard time limit Celery calls this in the worker's main process after killing
         # the child: use a short-lived engine there, never one a forked child could inherit.
-        if not isinstance(exc, TimeLimitExceeded):
+        if not isinstance(exc, TimeLimitExceeded) or self.name not in ABANDON:
             return
         settings = get_settings()
         engine = make_engine(settings.database_url)
         try:
-            for argument, abandon in ABANDON.items():
-                if argument in kwargs:
-                    abandon(make_sessionmaker(engine), open_store(settings.storage_url, settings.s3_endpoint_url),
-                            uuid.UUID(kwargs[argument]), TIME_LIMIT)
+            ABANDON[self.name](make_sessionmaker(engine), open_store(settings.storage_url, settings.s3_endpoint_url),
+                               task_id)
         finally:
             engine.dispose()
+
+
+def sender(task, argument: str) -> Callable[[uuid.UUID], None]:
+    """Sends `task` for a row, by its id, with the usual expiry."""
+    expires = get_settings().task_expires
+    return lambda row_id: task.apply_async(kwargs={argument: str(row_id)}, expires=expires)
+
+
+def retry_in(exc: BaseException, retries: int) -> float:
+    """When to send a failed task again: once its row is due again (a second later, so that it
+    is), else after a pause that grows with the retries (the claim found the database away)."""
+    return exc.retry_in + 1 if isinstance(exc, TransientError) else 10 * (retries + 1)
 
 
 def send_counters(job_id: uuid.UUID, attempt: int, prefix: str, helpers: int) -> None:
@@ -80,9 +98,10 @@ def train(self, job_id: str) -> str:
     settings = get_settings()
     helpers = Helpers(send_counters, settings.count_helpers, settings.count_part_bytes, settings.max_line_bytes)
     try:
-        return run_training_job(factory, store, uuid.UUID(job_id), WorkLimits.of(settings), helpers)
+        return run_next_job(factory, store, uuid.UUID(job_id), WorkLimits.of(settings), helpers, self.request.id,
+                            sender(train, "job_id"))
     except (TransientError, *TRANSIENT) as exc:  # the claim itself may find the database away
-        raise self.retry(exc=exc, countdown=10 * (self.request.retries + 1))
+        raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries))
 
 
 @app.task(name="tokenmill.count_parts", ignore_result=True)
@@ -98,31 +117,14 @@ def count_parts(job_id: str, attempt: int, prefix: str) -> int:
 def evaluate(self, run_id: str) -> str:
     factory, store = resources()
     try:
-        return run_evaluation(factory, store, uuid.UUID(run_id), WorkLimits.of(get_settings()))
+        return run_next_evaluation(factory, store, uuid.UUID(run_id), WorkLimits.of(get_settings()), self.request.id,
+                                   sender(evaluate, "run_id"))
     except (TransientError, *TRANSIENT) as exc:
-        raise self.retry(exc=exc, countdown=10 * (self.request.retries + 1))
+        raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries))
 
 
-@app.task(name="tokenmill.corpus_statistics", ignore_result=True)
-def corpus_statistics(corpus_id: str) -> bool:
+@app.task(name="tokenmill.corpus_statistics", base=LimitedTask, bind=True, ignore_result=True)
+def corpus_statistics(self, corpus_id: str) -> bool:
     factory, store = resources()
-    return record_statistics(factory, store, uuid.UUID(corpus_id), WorkLimits.of(get_settings()))
-
-
-@app.task(name="tokenmill.sweep", ignore_result=True)
-def sweep_jobs() -> dict:
-    factory, store = resources()
-    settings = get_settings()
-
-    def sender(task, argument: str):
-        return lambda object_id: task.apply_async(kwargs={argument: str(object_id)}, expires=settings.task_expires)
-
-    senders = Senders(train=sender(train, "job_id"), evaluate=sender(evaluate, "run_id"),
-                      statistics=sender(corpus_statistics, "corpus_id"))
-    return sweep(factory, store, senders, settings)
-
-
-@app.task(name="tokenmill.reconcile", ignore_result=True)
-def reconcile_store() -> dict:
-    factory, store = resources()
-    return reconcile(factory, store, get_settings().orphan_grace_seconds)
+    return run_next_statistics(factory, store, uuid.UUID(corpus_id), WorkLimits.of(get_settings()), self.request.id,
+                               sender(corpus_statistics, "corpus_id"))

@@ -52,12 +52,13 @@ def test_embedded_mode_serves_seeds_and_trains(tmp_path):
         assert next(e for e in evaluations if e["corpus_id"] == english["id"])["metrics"]["premium"] == 1.0
 
 
-def test_a_signal_to_tokenmill_up_alone_stops_its_api_and_worker(tmp_path):
+def test_a_signal_to_tokenmill_up_alone_stops_its_api_worker_and_upkeep(tmp_path):
     # A kill (or a closed terminal) reaches `tokenmill up` only, not its process group as
-    # Ctrl-C does: its API and worker must not be left running without it.
+    # Ctrl-C does: its API, worker and upkeep must not be left running without it.
     with embedded(tmp_path) as (process, _):
         started = psutil.Process(process.pid).children(recursive=True)
-        assert len(started) >= 2  # the API and the worker (and the worker's pool)
+        commands = [" ".join(p.cmdline()) for p in started]
+        assert any("workers.upkeep" in c for c in commands) and any("workers.app worker" in c for c in commands)
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
         assert until(lambda: [p.pid for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE],

@@ -22,7 +22,7 @@ import redis
 
 from tests import services
 from tests.faults.proxy import TcpProxy
-from tests.stack import process_env
+from tests.stack import process_env, settle_left_work
 
 FAST = {
     "TOKENMILL_HEARTBEAT_SECONDS": "1",
@@ -39,8 +39,10 @@ OUTCOMES: list[dict] = []
 class FaultStack:
     """The running processes, their proxies and an authenticated client."""
 
-    def __init__(self, base: str, worker: subprocess.Popen, proxies: dict[str, TcpProxy]) -> None:
-        self.base, self.worker = base, worker
+    def __init__(self, base: str, worker: subprocess.Popen, proxies: dict[str, TcpProxy], worker_env: dict[str, str],
+                 log) -> None:
+        self.base, self.worker, self.worker_env, self.log = base, worker, worker_env, log
+        self.more_workers: list[subprocess.Popen] = []
         # The worker's database, the API's database, the store (both processes'), the API's broker.
         self.database, self.api_database = proxies["database"], proxies["api_database"]
         self.s3, self.broker = proxies["s3"], proxies["broker"]
@@ -55,6 +57,27 @@ class FaultStack:
                 pass
         return len(children)
 
+    def start_worker(self, concurrency: int = 1) -> subprocess.Popen:
+        """Another worker on the same broker and database, as a second machine would run."""
+        worker = subprocess.Popen([sys.executable, "-m", "tokenmill", "worker", "--concurrency", str(concurrency)],
+                                  env=self.worker_env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.more_workers.append(worker)
+        return worker
+
+
+def kill_tree(pid: int) -> None:
+    """kill -9 a process and every process under it (a worker and its pool: the machine is lost)."""
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    for process in processes:
+        try:
+            process.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+
 
 def _port(url: str) -> tuple[str, int]:
     parsed = urlparse(url.replace("postgresql+psycopg", "postgresql"))
@@ -67,6 +90,7 @@ def fault_stack(settings, tmp_path_factory):
     redis_db = services.REDIS_DB_BASE + 2
     broker_url = settings.broker_url.rsplit("/", 1)[0] + f"/{redis_db}"
     redis.Redis.from_url(broker_url).flushdb()
+    settle_left_work(settings.database_url)
     proxies = {"database": TcpProxy(*_port(settings.database_url)), "api_database": TcpProxy(*_port(settings.database_url)),
                "s3": TcpProxy(*_port(settings.s3_endpoint_url)), "broker": TcpProxy(*_port(broker_url))}
     s3_url = proxies["s3"].url_for(settings.s3_endpoint_url)
@@ -80,16 +104,19 @@ def fault_stack(settings, tmp_path_factory):
     tokenmill = [sys.executable, "-m", "tokenmill"]
     worker = subprocess.Popen([*tokenmill, "worker", "--concurrency", "2"], env=worker_env,
                               stdout=worker_log, stderr=subprocess.STDOUT)
-    # The beat of its own, as in production: killing the worker's children never stops the sweeps.
+    # The upkeep of its own, as in production: killing the worker's children never stops the sweeps.
     beat = subprocess.Popen([*tokenmill, "beat"], env=worker_env, stdout=worker_log, stderr=subprocess.STDOUT)
     port = services.free_port()
     api = subprocess.Popen([*tokenmill, "serve", "--port", str(port)], env=api_env, stdout=api_log,
                            stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
+    stack = FaultStack(base, worker, proxies, worker_env, worker_log)
     try:
         services.wait_for(lambda: httpx.get(f"{base}/healthz").status_code == 200, "tokenmill API", 60)
-        yield FaultStack(base, worker, proxies)
+        yield stack
     finally:
+        for process in stack.more_workers:
+            kill_tree(process.pid)
         for process in (api, beat, worker):
             process.terminate()
         for process in (api, beat, worker):

@@ -5,11 +5,13 @@ import signal
 import time
 import uuid
 
+import httpx
 import psutil
 import pytest
 from sqlalchemy import func, select
 
-from tests.faults.conftest import elapsed, record, unique
+from tests.conftest import make_team
+from tests.faults.conftest import elapsed, kill_tree, record, unique
 from tests.services import CORPORA
 from tests.waiting import UNFINISHED, until
 from tokenmill.models import Corpus, CountPart, EvaluationRun, TokenizerVersion
@@ -102,9 +104,19 @@ def test_workers_killed_while_counting_parts_retry_the_job_and_leave_no_part(fau
         assert session.scalar(select(func.count()).select_from(CountPart).where(CountPart.job_id == job_id)) == 0
 
 
-def counting_processes() -> list[psutil.Process]:
-    """The processes counting texts for a `library: tokenmill` job, on this machine."""
-    return [p for p in psutil.process_iter(["cmdline"]) if "with_tokenmill import serve" in " ".join(p.info["cmdline"] or [])]
+def counting_processes(stack) -> list[psutil.Process]:
+    """The processes counting texts for a `library: tokenmill` job of this stack's workers (orphans
+    included: they keep its environment), not of other test runs on the machine."""
+    database = stack.worker_env["TOKENMILL_DATABASE_URL"]
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if ("with_tokenmill import serve" in " ".join(process.info["cmdline"] or [])
+                    and process.environ().get("TOKENMILL_DATABASE_URL") == database):
+                found.append(process)
+        except psutil.Error:
+            pass  # ended meanwhile, or not ours to read
+    return found
 
 
 def test_a_tokenmill_job_whose_process_is_killed_leaves_no_counting_process_and_succeeds(
@@ -113,19 +125,19 @@ def test_a_tokenmill_job_whose_process_is_killed_leaves_no_counting_process_and_
     corpus.write_bytes(b"".join((CORPORA / "manpages" / f"{name}.txt").read_bytes()
                                 for name in ("deu_Latn", "fra_Latn", "rus_Cyrl", "eng_Latn")))
     job_id = submit(faults_http, upload(faults_http, corpus, "manpages"), {"library": "tokenmill", "vocab_size": 4000})
-    until(counting_processes, bool, 120, every=0.1)
+    until(lambda: counting_processes(fault_stack), bool, 120, every=0.1)
     started = time.monotonic()
     # Only the job's own process (the pool's child): its counting children are left to notice.
     killed = psutil.Process(fault_stack.worker.pid).children()
     for process in killed:
         process.send_signal(signal.SIGKILL)
     assert killed
-    until(counting_processes, lambda left: not left, 60)  # no orphan: each ends once its parent is gone
+    until(lambda: counting_processes(fault_stack), lambda left: not left, 60)  # no orphan: each ends once its parent is gone
     job = ended(faults_http, f"/v1/jobs/{job_id}")
     record("a tokenmill job's process kill -9 while counting", f"{job['status']} after {job['attempts']} attempts, "
            "no counting process left", elapsed(started))
     assert job["status"] == "succeeded" and job["attempts"] == 2, job
-    assert not counting_processes()
+    assert not counting_processes(fault_stack)
     no_orphans(sessionmaker, store, team_id)
 
 
@@ -215,3 +227,41 @@ def test_api_database_unreachable_answers_503_problem(fault_stack, faults_http):
     assert "Retry-After" in response.headers
     assert "127.0.0.1" not in response.text and "postgres" not in response.text.lower()
     until(lambda: faults_http.get("/v1/corpora").status_code, lambda status: status == 200, 30)
+
+
+# A job that never ends: counting processes stuck in a backtracking regex (see tests/e2e/test_cancel.py).
+ENDLESS = {"library": "tokenmill", "vocab_size": 300, "pre_tokenizer_regex": r"(?:\p{L}\d|\p{L}\d)+!"}
+
+
+def test_a_dead_workers_job_is_taken_over_while_every_slot_holds_long_work(fault_stack, faults_http, sessionmaker,
+                                                                          store, team_id, tmp_path):
+    # Another team's two endless jobs hold both slots of the stack's worker (reniced: they spin).
+    _, key = make_team(sessionmaker)
+    endless = tmp_path / "endless.txt"
+    endless.write_bytes((b"a1" * 30 + b" !\n") * 20)
+    with httpx.Client(base_url=fault_stack.base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as busy:
+        corpus_id = upload(busy, endless, "endless")
+        holders = [submit(busy, corpus_id, ENDLESS) for _ in range(2)]
+        until(lambda: [busy.get(f"/v1/jobs/{job}").json()["status"] for job in holders],
+              lambda statuses: statuses == ["running", "running"], 120)
+        for process in psutil.Process(fault_stack.worker.pid).children(recursive=True):
+            process.nice(19)
+        # A second worker (a second machine) takes the next job, and is lost with it.
+        second = fault_stack.start_worker()
+        job_id = submit(faults_http, upload(faults_http), SMALL_SPEC)
+        wait_for_stage(faults_http, f"/v1/jobs/{job_id}", training)
+        started = time.monotonic()
+        kill_tree(second.pid)
+        # The upkeep runs in its own process: the silent job is queued again though no slot is free.
+        job = until(lambda: faults_http.get(f"/v1/jobs/{job_id}").json(), lambda job: job["status"] != "running", 60)
+        taken_over = elapsed(started)
+        assert (job["status"], job["attempts"], job["stage"]) == ("queued", 1, "retrying"), job
+        assert [busy.get(f"/v1/jobs/{job}").json()["status"] for job in holders] == ["running", "running"]
+        assert busy.post(f"/v1/jobs/{holders[0]}/cancel").status_code == 200  # a slot comes free within seconds
+        job = ended(faults_http, f"/v1/jobs/{job_id}")
+        busy.post(f"/v1/jobs/{holders[1]}/cancel")
+    record("second worker kill -9 (machine lost) mid-training while every other slot holds a 3-hour job",
+           f"queued again after {taken_over:.1f} s; {job['status']} after {job['attempts']} attempts once a slot freed",
+           elapsed(started))
+    assert job["status"] == "succeeded" and job["attempts"] == 2, job
+    no_orphans(sessionmaker, store, team_id)

@@ -36,3 +36,9 @@ def test_application_services_wait_for_the_schema_and_the_bucket():
         needs = SERVICES[name]["depends_on"]
         assert needs["migrate"]["condition"] == "service_completed_successfully"
         assert needs["minio-bucket"]["condition"] == "service_completed_successfully"
+
+
+def test_the_upkeep_has_a_process_of_its_own_and_no_worker_runs_it():
+    # Sweeps on a worker's slots waited behind training: with every slot busy, none ran.
+    assert SERVICES["beat"]["command"] == ["tokenmill", "beat"]
+    assert "--beat" not in SERVICES["worker"]["command"] and "-B" not in SERVICES["worker"]["command"]

@@ -3,13 +3,21 @@
 They need one counter entry per distinct word (see statistics.py), which would make the
 API's memory grow with the corpus; a worker streams the stored corpus instead, and the
 corpus row shows `statistics: null` until it is done.
+
+They end as a job does (tokenmill/work/lifecycle.py): a claim counted by attempt (the corpus's
+`statistics_claimed_at`, touched by a heartbeat), the job's memory guard and time limits, and
+`statistics_error` with a reason a person can act on when they cannot be computed. A transient
+fault gives the claim back for the sweeper to send the task again. A task message computes the
+fair next corpus of any team (tokenmill/work/scheduling.py), or takes over its own corpus if
+that one's claim fell silent.
 """
 
+import logging
 import uuid
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import or_, update
+from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora.reading import corpus_documents
@@ -17,7 +25,16 @@ from tokenmill.corpora.statistics import CorpusStatistics
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.models import Corpus
 from tokenmill.store import ObjectStore
-from tokenmill.work.lifecycle import Heartbeat, WorkLimits
+from tokenmill.work.lifecycle import TRANSIENT, WORKER_DIED, Heartbeat, WorkLimits, unavailable
+from tokenmill.work.scheduling import STATISTICS, Claimed, Wake, claim_next, wake_team_of
+
+log = logging.getLogger(__name__)
+
+TIME_LIMIT = ("its statistics ran past the time limit (TOKENMILL_JOB_SOFT_TIME_LIMIT): a corpus of very many "
+              "lines; its jobs may still train on it")
+
+# They hold one entry per distinct word (statistics.py).
+MEMORY_ADVICE = "its statistics count every distinct word: upload it in parts, or ask for a larger limit"
 
 
 def corpus_statistics(store: ObjectStore, corpus: Corpus) -> dict[str, Any]:
@@ -29,35 +46,119 @@ def corpus_statistics(store: ObjectStore, corpus: Corpus) -> dict[str, Any]:
 
 
 def record_statistics(factory: sessionmaker[Session], store: ObjectStore, corpus_id: uuid.UUID,
-                      limits: WorkLimits) -> bool:
-    """Compute and store a corpus's statistics; False if it is gone, already has them, or another
-    worker holds a live claim on them (one touched in the last `silent_after` seconds: the
-    claim beats like a job's). A failure gives the claim back, for the sweeper to send the
-    task again."""
-    now = utcnow()
-    with transaction(factory) as session:
-        claimed = rowcount(session.execute(
-            update(Corpus).where(Corpus.id == corpus_id, Corpus.statistics.is_(None),
-                                 or_(Corpus.statistics_claimed_at.is_(None),
-                                     Corpus.statistics_claimed_at < now - timedelta(seconds=limits.silent_after)))
-            .values(statistics_claimed_at=now)
-        ))
-    if not claimed:
+                      limits: WorkLimits, claimant: str | None = None) -> bool:
+    """Compute and store this corpus's statistics, whatever the turn; False if it is gone, already
+    has them (or failed them), or another worker holds a live claim on them (one touched in the
+    last `silent_after` seconds: the claim beats like a job's)."""
+    claimed = _claim(factory, corpus_id, limits, claimant, silent_only=False)
+    return claimed is not None and _compute(factory, store, claimed, limits)
+
+
+def run_next_statistics(factory: sessionmaker[Session], store: ObjectStore, corpus_id: uuid.UUID, limits: WorkLimits,
+                        claimant: str | None = None, wake: Wake | None = None) -> bool:
+    """What a task message for `corpus_id` does: take that corpus over if its claim fell silent,
+    else compute the fair next corpus of any team; True if statistics were stored. Then, if
+    that corpus's team has more waiting, `wake` sends a message for the oldest of them."""
+    claimed = _claim(factory, corpus_id, limits, claimant, silent_only=True) or claim_next(
+        factory, STATISTICS, limits, claimant, lambda dead: _end(factory, dead, WORKER_DIED.format(attempts=dead.attempt - 1)))
+    if claimed is None:
         return False
+    recorded = _compute(factory, store, claimed, limits)
+    if wake is not None:
+        wake_team_of(factory, STATISTICS, claimed.row_id, wake)
+    return recorded
 
-    def touch(session: Session) -> bool:
-        return rowcount(session.execute(update(Corpus).where(Corpus.id == corpus_id, Corpus.statistics.is_(None))
-                                        .values(statistics_claimed_at=utcnow()))) == 1
 
-    try:
-        with Heartbeat(factory, touch, limits):
-            with factory() as session:
-                corpus = session.get_one(Corpus, corpus_id)
-            result = corpus_statistics(store, corpus)
-    except BaseException:
-        with transaction(factory) as session:
-            session.execute(update(Corpus).where(Corpus.id == corpus_id).values(statistics_claimed_at=None))
-        raise
+def abandon_statistics(factory: sessionmaker[Session], claimant: str) -> None:
+    """Fail the statistics a killed worker process was computing (hard time limit), found by the
+    task that claimed them."""
+    with factory() as session:
+        row = session.execute(select(Corpus.id, Corpus.statistics_attempts)
+                              .where(Corpus.statistics_claimed_by == claimant, Corpus.statistics.is_(None))
+                              .order_by(Corpus.statistics_claimed_at.desc()).limit(1)).first()
+    if row is not None:
+        _end(factory, Claimed(row.id, row.statistics_attempts), TIME_LIMIT)
+
+
+def _claim(factory: sessionmaker[Session], corpus_id: uuid.UUID, limits: WorkLimits, claimant: str | None,
+           silent_only: bool) -> Claimed | None:
+    """Claim this corpus's statistics if its claim fell silent (or, unless `silent_only`, if
+    nobody holds one), counting the attempt; past its attempts they are failed instead."""
+    now = utcnow()
+    silent = Corpus.statistics_claimed_at < now - timedelta(seconds=limits.silent_after)
+    unclaimed = or_(silent, Corpus.statistics_claimed_at.is_(None)) if not silent_only else silent
     with transaction(factory) as session:
-        session.execute(update(Corpus).where(Corpus.id == corpus_id).values(statistics=result))
-    return True
+        attempt = session.execute(
+            update(Corpus).where(Corpus.id == corpus_id, Corpus.statistics.is_(None), Corpus.statistics_error.is_(None),
+                                 unclaimed)
+            .values(**STATISTICS.claim(now, claimant)).returning(Corpus.statistics_attempts)
+        ).scalar()
+    if attempt is None:
+        return None
+    claimed = Claimed(corpus_id, attempt)
+    if attempt > limits.max_attempts:
+        _end(factory, claimed, WORKER_DIED.format(attempts=attempt - 1))
+        return None
+    return claimed
+
+
+def _ours(claimed: Claimed) -> ColumnElement[bool]:
+    # The corpus, while this attempt computes its statistics.
+    return ((Corpus.id == claimed.row_id) & Corpus.statistics.is_(None) & Corpus.statistics_error.is_(None)
+            & (Corpus.statistics_attempts == claimed.attempt))
+
+
+def _compute(factory: sessionmaker[Session], store: ObjectStore, claimed: Claimed, limits: WorkLimits) -> bool:
+    def touch(session: Session) -> bool:
+        return rowcount(session.execute(update(Corpus).where(_ours(claimed)).values(statistics_claimed_at=utcnow()))) == 1
+
+    def held(session: Session) -> bool:  # ours, or stored by us
+        attempts = session.scalar(select(Corpus.statistics_attempts).where(Corpus.id == claimed.row_id))
+        return attempts == claimed.attempt
+
+    heartbeat = Heartbeat(factory, touch, limits, lambda message: _end(factory, claimed, message), held=held,
+                          stop=lambda: None, memory_advice=MEMORY_ADVICE)  # stop: nothing stored to remove
+    try:
+        with heartbeat:
+            with factory() as session:
+                corpus = session.get(Corpus, claimed.row_id)
+            if corpus is None:
+                return False  # deleted meanwhile
+            result = corpus_statistics(store, corpus)
+    except TRANSIENT as exc:
+        if claimed.attempt >= limits.max_attempts:
+            _end(factory, claimed, f"gave up after {claimed.attempt} attempts: {unavailable(exc)}")
+            return False
+        _give_back(factory, claimed)
+        raise
+    except BaseException as exc:
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            _give_back(factory, claimed)
+            raise
+        log.exception("statistics of corpus %s failed", claimed.row_id)
+        _end(factory, claimed, _reason(exc))
+        return False
+    with transaction(factory) as session:
+        return rowcount(session.execute(update(Corpus).where(_ours(claimed)).values(statistics=result))) == 1
+
+
+def _reason(exc: BaseException) -> str:
+    if type(exc).__name__ in ("SoftTimeLimitExceeded", "TimeLimitExceeded"):
+        return TIME_LIMIT
+    return f"statistics failed: {str(exc) or type(exc).__name__}"
+
+
+def _give_back(factory: sessionmaker[Session], claimed: Claimed) -> None:
+    """Release the claim for the sweeper to send the task again (the database may be away: then
+    the claim falls silent, and is taken over the same way)."""
+    try:
+        with transaction(factory) as session:
+            session.execute(update(Corpus).where(_ours(claimed)).values(statistics_claimed_at=None))
+    except Exception:
+        log.warning("could not give back the statistics claim of corpus %s", claimed.row_id, exc_info=True)
+
+
+def _end(factory: sessionmaker[Session], claimed: Claimed, message: str) -> None:
+    """The statistics will not be computed: say why (the corpus itself stays usable)."""
+    with transaction(factory) as session:
+        session.execute(update(Corpus).where(_ours(claimed)).values(statistics_error=message[:4000]))

@@ -2,6 +2,8 @@
 
 The results and the run's success are written in one transaction, fenced by the attempt
 (tokenmill/work/lifecycle.py), so a run taken over by the sweeper never gets two sets of results.
+A task message starts the fair next run of any team (tokenmill/work/scheduling.py), or takes
+over its own run if that one has fallen silent.
 """
 
 import uuid
@@ -19,15 +21,50 @@ from tokenmill.evaluation.reports import has_version_curve
 from tokenmill.models import Corpus, EvaluationRun, Status, TokenizerVersion
 from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import version_files
-from tokenmill.work.lifecycle import Claim, WorkLimits, claim, fail, held, run_claimed
+from tokenmill.work.lifecycle import (
+    WORKER_DIED,
+    Claim,
+    WorkLimits,
+    claim,
+    fail,
+    held,
+    latest_claim,
+    run_claimed,
+    take_over,
+)
+from tokenmill.work.scheduling import EVALUATION, Wake, claim_next, wake_team_of
+
+
+def run_next_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, limits: WorkLimits,
+                        claimant: str | None = None, wake: Wake | None = None) -> str:
+    """What a task message for `run_id` does: take that run over if it fell silent, else start the
+    fair next run of any team; returns the status of the run it ran, or "idle". When the run
+    ends and its team has queued runs, `wake` sends a message for the oldest of them."""
+    if take_over(factory, EvaluationRun, run_id, limits, claimant) is Claim.CLAIMED:
+        started = run_id
+    else:
+        found = claim_next(factory, EVALUATION, limits, claimant, lambda dead: fail(
+            factory, EvaluationRun, dead.row_id, WORKER_DIED.format(attempts=dead.attempt - 1)))
+        if found is None:
+            return "idle"
+        started = found.row_id
+    status = _run(factory, store, started, limits)
+    if wake is not None:
+        wake_team_of(factory, EVALUATION, started, wake)
+    return status
 
 
 def run_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID,
                    limits: WorkLimits = WorkLimits()) -> str:
-    """Worker side of a run: measure, then store every result and the status together."""
+    """Worker side of this run, whatever the turn: measure, then store every result and the status together."""
     outcome = claim(factory, EvaluationRun, run_id, limits)
     if outcome is not Claim.CLAIMED:
         return outcome.value  # type: ignore[no-any-return]  # mypy: Any for .value of a narrowed Claim
+    return _run(factory, store, run_id, limits)
+
+
+def _run(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, limits: WorkLimits) -> str:
+    # A claimed run, to its end.
     with factory() as session:
         run = session.get_one(EvaluationRun, run_id)
         corpora = existing_corpora(session, run.corpus_ids)
@@ -60,6 +97,8 @@ def _measure(store: ObjectStore, run: EvaluationRun, version: TokenizerVersion |
         return [(corpus, measure(encoder, corpus_documents(store, corpus))) for corpus in corpora]
 
 
-def abandon_run(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, message: str) -> None:
-    """Fail a run whose worker was killed (hard time limit); it wrote nothing to the store."""
-    fail(factory, EvaluationRun, run_id, message)
+def abandon_run(factory: sessionmaker[Session], store: ObjectStore, claimant: str, message: str) -> None:
+    """Fail the run a killed worker process was running (hard time limit), found by the task that
+    claimed it; it wrote nothing to the store."""
+    if (run_id := latest_claim(factory, EvaluationRun, claimant)) is not None:
+        fail(factory, EvaluationRun, run_id, message)

@@ -1,10 +1,14 @@
 """The training job, worker side: claim, stream, train, export, evaluate, register.
 
+A task message starts the fair next job (tokenmill.work.scheduling), or takes over its own job
+if that one has fallen silent; `run_training_job` runs one given job.
+
 Failure modes and what they leave (lifecycle.py has the claim, the heartbeat and the states):
-- a duplicate delivery finds the job neither queued nor silent, and does nothing;
+- a duplicate delivery finds nothing fair to start, or starts the next job in turn;
 - a killed worker (kill -9, out of memory, lost machine) leaves a silent row: the task's
   redelivery or the sweeper takes it over once it has been silent for `sweep_silent_after`;
-- a cancel (or the sweeper failing the job) is noticed at the next progress report;
+- a cancel (or the sweeper failing the job) is noticed at the next progress report, or by
+  the heartbeat, which ends the worker process a few seconds later if the job goes on;
 - a transient fault (database, store) puts the job back to 'queued' for a retry, until its
   attempts are used up; if the database itself is away, the row falls silent instead;
 - anything else, a library's panic included, fails the job with a message a person can act on.
@@ -33,8 +37,19 @@ from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.version_files import TrainedFiles, train_version_files
 from tokenmill.training.with_tokenizers import determinism
 from tokenmill.versions.registry import next_version_number
-from tokenmill.work.lifecycle import Claim, JobCancelled, WorkLimits, claim, fail, run_claimed
+from tokenmill.work.lifecycle import (
+    WORKER_DIED,
+    Claim,
+    JobCancelled,
+    WorkLimits,
+    claim,
+    fail,
+    latest_claim,
+    run_claimed,
+    take_over,
+)
 from tokenmill.work.progress import PeakMemory, Reporter
+from tokenmill.work.scheduling import TRAINING, Wake, claim_next, wake_team_of
 
 log = logging.getLogger(__name__)
 
@@ -67,14 +82,39 @@ def lineage(spec: TrainingSpec, corpora: list[Corpus], job_id: uuid.UUID) -> dic
     }
 
 
+def run_next_job(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, limits: WorkLimits,
+                 helpers: Helpers | None = None, claimant: str | None = None, wake: Wake | None = None) -> str:
+    """What a task message for `job_id` does: take that job over if it fell silent, else start the
+    fair next job of any team; returns the status of the job it ran, or "idle". When the job
+    ends and its team has queued jobs, `wake` sends a message for the oldest of them."""
+    if take_over(factory, TrainingJob, job_id, limits, claimant) is Claim.CLAIMED:
+        started = job_id
+    else:
+        found = claim_next(factory, TRAINING, limits, claimant, lambda dead: fail(
+            factory, TrainingJob, dead.row_id, WORKER_DIED.format(attempts=dead.attempt - 1)))
+        if found is None:
+            return "idle"  # every team with queued jobs runs its quota: a job that ends sends a message
+        started = found.row_id
+    status = _run(factory, store, started, limits, helpers)
+    if wake is not None:
+        wake_team_of(factory, TRAINING, started, wake)
+    return status
+
+
 def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID,
                      limits: WorkLimits = WorkLimits(), helpers: Helpers | None = None) -> str:
-    """Run one training job to its end; returns the job's final status (or why it did not run).
-    `helpers` sends the counting tasks of a `counting: distributed` job (without it, this
-    worker counts every part itself)."""
+    """Run this training job to its end, whatever the turn; returns the job's final status (or
+    why it did not run). `helpers` sends the counting tasks of a `counting: distributed` job
+    (without it, this worker counts every part itself)."""
     outcome = claim(factory, TrainingJob, job_id, limits)
     if outcome is not Claim.CLAIMED:
         return str(outcome.value)  # str() for mypy, which types the value of two members as Any
+    return _run(factory, store, job_id, limits, helpers)
+
+
+def _run(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, limits: WorkLimits,
+         helpers: Helpers | None) -> str:
+    # A claimed job, to its end.
     with factory() as session:
         job = session.get_one(TrainingJob, job_id)
     prefix = job_prefix(job)
@@ -185,11 +225,13 @@ def _add_evaluations(session: Session, team_id: uuid.UUID, version: TokenizerVer
                     for corpus, metrics in results if corpus.id in alive)  # a corpus deleted meanwhile is left out
 
 
-def abandon_job(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, message: str) -> None:
-    """Fail a job whose worker was killed (hard time limit): its row and its partial files."""
-    with factory() as session:
-        job = session.get(TrainingJob, job_id)
-    if job is None:
+def abandon_job(factory: sessionmaker[Session], store: ObjectStore, claimant: str, message: str) -> None:
+    """Fail the job a killed worker process was running (hard time limit), found by the task
+    that claimed it: its row and its partial files."""
+    job_id = latest_claim(factory, TrainingJob, claimant)
+    if job_id is None:
         return
-    fail(factory, TrainingJob, job_id, message)
+    with factory() as session:
+        job = session.get_one(TrainingJob, job_id)
+    fail(factory, TrainingJob, job_id, message, job.attempts)
     discard(store, job_prefix(job))

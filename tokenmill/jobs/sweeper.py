@@ -1,15 +1,17 @@
 """The periodic sweeper: re-sends work lost between commit and send, takes over work whose worker died.
 
-It covers training jobs, evaluation runs and corpus statistics.
+It covers training jobs, evaluation runs and corpus statistics, and runs in the upkeep process
+(upkeep.py), never on a worker's slots.
 - "Lost": still queued `sweep_queued_after` seconds after its last change (the send failed,
   or the broker lost the message): sent again.
 - "Silent": running with no heartbeat for `sweep_silent_after` seconds (the worker was
   killed, ran out of memory, lost its machine or its database): queued and sent again
-  while it has attempts left, failed otherwise, and a failed job's files are deleted.
+  while it has attempts left, failed otherwise, and a failed job's files are deleted; the
+  oldest queued row of a failed row's team is sent (a slot of its running quota is free).
   A live worker beats every `heartbeat_seconds`, also while a library trains in native
   code, so silence is a matter of minutes, whatever the job's time limit.
-- Statistics still missing, and claimed by no worker or by a silent one (their claim beats
-  like a job): sent again.
+- Statistics still missing (and not failed), and claimed by no worker or by a silent one
+  (their claim beats like a job): sent again.
 """
 
 import logging
@@ -27,6 +29,7 @@ from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
 from tokenmill.settings import Settings
 from tokenmill.store import ObjectStore
 from tokenmill.work.lifecycle import WORKER_DIED, Work, stage_of
+from tokenmill.work.scheduling import EVALUATION, TRAINING, WorkQueue, next_of_team
 
 log = logging.getLogger(__name__)
 
@@ -79,20 +82,28 @@ def sweep(factory: sessionmaker[Session], store: ObjectStore, send: Senders, set
         runs = _requeue_lost(session, EvaluationRun, lost, now)
         jobs_again, jobs_dead = _take_over_silent(session, TrainingJob, silent, now, attempts)
         runs_again, runs_dead = _take_over_silent(session, EvaluationRun, silent, now, attempts)
-        dead_prefixes = [job_prefix(job) for job in session.scalars(select(TrainingJob).where(TrainingJob.id.in_(jobs_dead)))]
+        dead_jobs = list(session.scalars(select(TrainingJob).where(TrainingJob.id.in_(jobs_dead))))
+        dead_runs = set(session.scalars(select(EvaluationRun.team_id).where(EvaluationRun.id.in_(runs_dead))))
         corpora = list(session.scalars(select(Corpus.id).where(
-            Corpus.statistics.is_(None), Corpus.created_at < lost,
+            Corpus.statistics.is_(None), Corpus.statistics_error.is_(None), Corpus.created_at < lost,
             or_(Corpus.statistics_claimed_at.is_(None), Corpus.statistics_claimed_at < silent))))
-    for prefix in dead_prefixes:
-        discard(store, prefix)
-    for job_id in jobs + jobs_again:
+    for job in dead_jobs:
+        discard(store, job_prefix(job))
+    jobs_next = _next_of_teams(factory, TRAINING, {job.team_id for job in dead_jobs})
+    runs_next = _next_of_teams(factory, EVALUATION, dead_runs)
+    for job_id in dict.fromkeys(jobs + jobs_again + jobs_next):
         _send(send.train, job_id)
-    for run_id in runs + runs_again:
+    for run_id in dict.fromkeys(runs + runs_again + runs_next):
         _send(send.evaluate, run_id)
     for corpus_id in corpora:
         _send(send.statistics, corpus_id)
     return {"resent": len(jobs) + len(runs), "retried": len(jobs_again) + len(runs_again),
             "failed": len(jobs_dead) + len(runs_dead), "statistics": len(corpora)}
+
+
+def _next_of_teams(factory: sessionmaker[Session], queue: WorkQueue, teams: set[uuid.UUID]) -> list[uuid.UUID]:
+    # The oldest queued row of each team that a failed row left a slot to.
+    return [row_id for team_id in teams if (row_id := next_of_team(factory, queue, team_id)) is not None]
 
 
 def _send(send: Send, object_id: uuid.UUID) -> None:

@@ -254,7 +254,7 @@ def _oniguruma(spec: TrainingSpec, training: Callable[[], Result]) -> Result:
         if not (spec.pre_tokenizer_regex and type(exc).__name__ == "PanicException" and "retry-limit" in str(exc)):
             raise
         raise SlowRegex(spec.pre_tokenizer_regex, engine_gave_up(
-            "Oniguruma, the tokenizers regex engine", "over its retry limit in one match attempt")) from None
+            "the tokenizers regex engine (Oniguruma)", "over its retry limit in one match attempt")) from None
 
 
 def _unspecial_byte_tokens(tokenizer: Tokenizer) -> Tokenizer:

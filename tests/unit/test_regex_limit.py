@@ -133,3 +133,16 @@ def test_batches_call_on_slow_with_the_batch_the_engine_stalls_on():
     assert batches.in_flight() == (4, 7)
     assert called.wait(30), "a stalled batch was never reported"
     assert slow == [(4, 7)]
+
+
+def test_a_slow_read_of_the_texts_is_not_blamed_on_the_regex():
+    called = threading.Event()
+
+    def texts():
+        yield from ["t0", "t1", "t2", "t3"]
+        # The store is slow to give the first text of the next batch: longer than the limit.
+        assert not called.wait(1.5), "the time spent reading was counted against the batch before it"
+        yield "t4"
+
+    batches = Batches(texts(), 0.2, lambda first, last: called.set(), size=4)
+    assert list(batches) == ["t0", "t1", "t2", "t3", "t4", "", "", "", ""]

@@ -111,9 +111,14 @@ class Batches:
         watcher.start()
         try:
             count = characters = 0
-            for text in self._padded():
+            texts = self._padded()
+            while True:
                 if count % self.size == 0:
-                    self.pending, characters = None, 0  # asked for the first of a batch: the last one is done
+                    # Asked for the first of a batch: the last one is done. Cleared before reading the
+                    # text, so a slow read (the texts come from a store) is never the regex's fault.
+                    self.pending, characters = None, 0
+                if (text := next(texts, None)) is None:
+                    return
                 characters += len(text)
                 count += 1
                 if count % self.size == 0:
@@ -127,6 +132,11 @@ class Batches:
         """The batch being split now (first and last document), if any."""
         pending = self.pending
         return None if pending is None else (pending[0], pending[1])
+
+    def stop(self) -> tuple[int, int] | None:
+        """Stop watching (the engine failed); the batch that was in flight, if any."""
+        self.done.set()
+        return self.in_flight()
 
     def _padded(self) -> Iterator[str]:
         count = 0

@@ -235,8 +235,9 @@ def serve() -> None:
     except InvalidCorpus as exc:
         print(exc.detail, file=sys.stderr)
         sys.exit(REFUSED)
-    except SlowRegex as exc:
-        report_and_exit(exc.what, *((watched and watched.in_flight()) or (None, None)))
+    except SlowRegex as exc:  # the engine gave up: on the batch in flight
+        batch = watched.stop() if watched is not None else None
+        report_and_exit(exc.what, *(batch or (None, None)))
     out = sys.stdout.buffer
     for token in tokens:
         write_frame(out, token)

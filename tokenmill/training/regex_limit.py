@@ -10,6 +10,11 @@ texts, and its corpus where the caller knows it). Each engine is bounded its own
 
 - Python's `regex` (library tokenmill's counting children, and counting in parts): the split
   itself runs with regex's `timeout=` (`spills.split_by`).
+
+In every engine a document's time is allowed the limit plus a second per `CHARACTERS_PER_SECOND`
+of its characters (a tenth of the engines' pace on one core): the time an ordinary document takes
+grows with its length, and an 8 MiB one (the longest a corpus may hold) takes 1 to 3 s in Python's
+regex with its timeout on a busy machine; a text that backtracks takes far longer than that.
 - Oniguruma (library tokenizers) runs inside tokenizers' trainer, on its Rust threads, where
   nothing can interrupt it. So each document is first split by Python's `regex` within the
   limit (`checked`) before the trainer sees it: a document regex is too slow on never reaches
@@ -21,7 +26,7 @@ texts, and its corpus where the caller knows it). Each engine is bounded its own
   (a panic rustbpe raises; `engine_gave_up`), but a document of many attempts each under that
   can still take hours. rustbpe splits `BATCH` documents at a time on every core in compiled
   code, so its child process is watched a batch at a time (`Batches`): a batch that takes longer
-  than the limit plus a second per `CHARACTERS_PER_SECOND` characters ends the child.
+  than the limit (and its characters' allowance) ends the child.
 
 Deliberately not handled: the presets (gpt2, cl100k, o200k): tiktoken's patterns, linear in
 these engines on everything but runs of whitespace that engines already give up on; and the
@@ -42,7 +47,7 @@ REGEX_DOCUMENT_SECONDS = 10.0  # the most one document may keep a custom regex b
 SHOWN = 80  # characters of a regex a reason quotes
 PYTHON_REGEX = "Python's regex engine"
 BATCH = 8192  # rustbpe's refill: documents it splits at once (its default, passed explicitly)
-CHARACTERS_PER_SECOND = 1_000_000  # a batch's allowance beyond the limit: ~10x under rustbpe's pace on one core
+CHARACTERS_PER_SECOND = spills.CHARACTERS_PER_SECOND  # the allowance for length beyond the limit
 SLOW_EXIT = 4  # a training child's exit code for a slow document (its last stderr line says which, as JSON)
 
 
@@ -73,7 +78,7 @@ class SlowRegex(InvalidInput):
 
 
 def took_over(seconds: float, engine: str = PYTHON_REGEX) -> str:
-    return f"took over {seconds:g}s in {engine} on"
+    return f"took over {seconds:g}s (+1s per {CHARACTERS_PER_SECOND:,} characters) in {engine} on"
 
 
 def engine_gave_up(engine: str, why: str) -> str:

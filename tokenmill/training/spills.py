@@ -22,6 +22,9 @@ from typing import Protocol
 import regex
 
 RECORD = struct.Struct("<IQ")  # piece length in bytes, count
+# A limited split's allowance beyond its limit, for a long document's length: about a tenth of the
+# pace of Python's regex (with its timeout) on one core, so a busy machine does not fail an 8 MiB line.
+CHARACTERS_PER_SECOND = 1_000_000
 Split = Callable[[str], list[str]]
 
 
@@ -39,14 +42,18 @@ class SlowDocument(Exception):
 
 def split_by(pattern: str, normalizer: Normalizer | None, seconds: float | None = None) -> Split:
     """Split a document as byte-level BPE learns it: normalized, then cut by the regex, which
-    raises TimeoutError past `seconds` on one document (None: no limit, and no cost: regex's
-    timeout doubles its time per match)."""
+    raises TimeoutError past `seconds` plus a second per CHARACTERS_PER_SECOND of the document
+    (None: no limit, and no cost: regex's timeout doubles its time per match)."""
     compiled = regex.compile(pattern)
     if seconds is not None:
         limit = seconds
-        if normalizer is None:
-            return lambda text: compiled.findall(text, timeout=limit)
-        return lambda text: compiled.findall(normalizer.normalize_str(text), timeout=limit)
+
+        def limited(text: str) -> list[str]:
+            if normalizer is not None:
+                text = normalizer.normalize_str(text)
+            return compiled.findall(text, timeout=limit + len(text) / CHARACTERS_PER_SECOND)
+
+        return limited
     if normalizer is None:
         return compiled.findall
     return lambda text: compiled.findall(normalizer.normalize_str(text))

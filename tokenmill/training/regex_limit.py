@@ -4,37 +4,36 @@ The submission probe (`spec._check_regex`) tries a custom regex on texts made fr
 itself; it misses regexes whose slow texts need more structure than one repeated piece
 (tokenmill.encoding.regex_probe). On such a document a backtracking engine can take hours. So,
 while training, a document may keep a custom regex busy for at most `regex_seconds` (a
-parameter of every training function, `REGEX_DOCUMENT_SECONDS` by default); past it the job
-fails with `SlowRegex`, which names the regex, the limit and the document (its number in the
-texts, and its corpus where the caller knows it). Each engine is bounded its own way:
+parameter of every training function, `REGEX_DOCUMENT_SECONDS` by default) plus a second per
+`CHARACTERS_PER_SECOND` of its characters (about a tenth of the engines' pace on one core: an
+ordinary document's time grows with its length, and an 8 MiB one, the longest a corpus may
+hold, takes 1 to 3 s of Python's regex on a busy machine). Past it the job fails with
+`SlowRegex`, which names the regex, the limit and the document (its number among the texts,
+and its corpus where the caller knows it). Each engine is bounded its own way:
 
 - Python's `regex` (library tokenmill's counting children, and counting in parts): the split
   itself runs with regex's `timeout=` (`spills.split_by`).
-
-In every engine a document's time is allowed the limit plus a second per `CHARACTERS_PER_SECOND`
-of its characters (a tenth of the engines' pace on one core): the time an ordinary document takes
-grows with its length, and an 8 MiB one (the longest a corpus may hold) takes 1 to 3 s in Python's
-regex with its timeout on a busy machine; a text that backtracks takes far longer than that.
 - Oniguruma (library tokenizers) runs inside tokenizers' trainer, on its Rust threads, where
   nothing can interrupt it. So each document is first split by Python's `regex` within the
   limit (`checked`) before the trainer sees it: a document regex is too slow on never reaches
-  Oniguruma. Of the two engines, regex is the slower on every slow text we tried (25 s where
-  Oniguruma took 0.8 s), and the submission probe refuses a regex slow in either, so this
-  refuses what submission would have. Oniguruma giving up on its own (more than 10,000,000
-  retries in one match attempt: a Rust panic) is named too (`engine_gave_up`).
+  Oniguruma. On the slow texts we tried, regex was the slower engine (25 s where Oniguruma took
+  0.8 s), and the submission probe refuses a regex slow in either, so this refuses what
+  submission would have. Oniguruma giving up on its own (over 10,000,000 retries in one match
+  attempt: a Rust panic) is named too (`engine_gave_up`).
 - fancy_regex (library rustbpe) gives up past 1,000,000 backtracking steps in one match attempt
-  (a panic rustbpe raises; `engine_gave_up`), but a document of many attempts each under that
-  can still take hours. rustbpe splits `BATCH` documents at a time on every core in compiled
-  code, so its child process is watched a batch at a time (`Batches`): a batch that takes longer
-  than the limit (and its characters' allowance) ends the child.
+  (a panic; `engine_gave_up`), but a document of many attempts each under that can still take
+  hours. rustbpe splits `BATCH` documents at a time on every core in compiled code, so its child
+  process is watched a batch at a time (`Batches`): a batch that takes longer than the limit
+  (with its characters' allowance) ends the child.
 
-Deliberately not handled: the presets (gpt2, cl100k, o200k): tiktoken's patterns, linear in
-these engines on everything but runs of whitespace that engines already give up on; and the
-bound costs (regex's `timeout=` doubles its time per match, and tokenizers pays for a split
-of its own), so only a custom regex pays it.
+Deliberately not handled: the presets (gpt2, cl100k, o200k), tiktoken's own patterns, linear in
+these engines; the bound costs time (regex's `timeout=` doubles its time per match, and
+tokenizers pays for a split of its own), so only a custom regex pays it. Nor a regex slow in
+Oniguruma alone, under its retry limit (none found): the job's time limit is the backstop there.
 """
 
 import json
+import os
 import sys
 import threading
 import time
@@ -48,7 +47,7 @@ SHOWN = 80  # characters of a regex a reason quotes
 PYTHON_REGEX = "Python's regex engine"
 BATCH = 8192  # rustbpe's refill: documents it splits at once (its default, passed explicitly)
 CHARACTERS_PER_SECOND = spills.CHARACTERS_PER_SECOND  # the allowance for length beyond the limit
-SLOW_EXIT = 4  # a training child's exit code for a slow document (its last stderr line says which, as JSON)
+SLOW_EXIT = 4  # a training child's exit code for a slow document (its last stderr line says which)
 
 
 def limit_of(pattern: str | None, regex_seconds: float | None) -> float | None:
@@ -161,8 +160,6 @@ class Batches:
 
 def report_and_exit(what: str, first: int | None, last: int | None) -> None:
     """A training child's end for a slow document: which, on stderr's last line, then SLOW_EXIT."""
-    import os
-
     sys.stderr.write("\n" + json.dumps({"what": what, "first": first, "last": last}) + "\n")
     sys.stderr.flush()
     os._exit(SLOW_EXIT)

@@ -227,8 +227,8 @@ def train_parity(spec: TrainingSpec, languages: Sequence[Iterable[str]], dev: Se
     )
     try:
         _oniguruma(spec, lambda: trainer.train_from_iterator(
-            tokenizer, train_iterators=[_checked(spec, texts, regex_seconds) for texts in languages],
-            dev_iterators=[_checked(spec, texts, regex_seconds) for texts in dev]))
+            tokenizer, train_iterators=[iter(_checked(spec, texts, regex_seconds)) for texts in languages],
+            dev_iterators=[iter(_checked(spec, texts, regex_seconds)) for texts in dev]))
     except SlowRegex as exc:  # numbered within one language's texts: not a number a person can find
         raise exc.at("one of the parallel documents") from None
     return tokenizer

@@ -5,6 +5,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 import uuid
 
 import pytest
@@ -18,7 +19,9 @@ from tokenmill.jobs.submission import submit_job
 from tokenmill.models import CountPart, TokenizerVersion, TrainingJob
 from tokenmill.teams import create_team
 from tokenmill.training import piece_counts
-from tokenmill.training.counted import Counting, Helpers, _plan, count_claimed_parts
+from tokenmill.training.counted import Counting, Helpers, _plan, count_claimed_parts, help_counting
+from tokenmill.training.regex_limit import SlowRegex
+from tokenmill.training.spec import TrainingSpec
 from tokenmill.work.lifecycle import WorkLimits, claim
 
 WORDS = ["the", "there", "then", "lower", "lowest", "día", "niño", "日本語", "добрый", "1999", "2026", "3.14",
@@ -163,3 +166,36 @@ def test_a_helper_past_the_memory_cap_fails_the_job_and_exits(settings, sessionm
     with sessionmaker() as session:
         row = session.get_one(TrainingJob, job_id)
     assert row.status == "failed" and "of memory" in row.error, row.error
+
+
+@pytest.mark.parametrize("who", ["coordinator", "helper"])
+def test_a_custom_regex_too_slow_on_a_document_of_a_part_fails_the_job_naming_it(sessionmaker, store, team_and_corpora,
+                                                                                  who):
+    from tests.unit.test_regex_limit import LIMIT, SLOW_DOCUMENT, SLOW_REGEX, WITHIN
+
+    team, corpora = team_and_corpora
+    lines = [" ".join(WORDS)] * 40 + [SLOW_DOCUMENT] + [" ".join(WORDS)] * 40
+    slow = ingest_corpus(sessionmaker, store, team, CorpusFields("slow-one", "news", "eng_Latn"),
+                         ["\n".join(lines).encode()], max_bytes=10**9, max_line_bytes=10**6)
+    spec = {"library": "tokenmill", "vocab_size": 300, "counting": "distributed", "pre_tokenizer": "none",
+            "pre_tokenizer_regex": SLOW_REGEX}
+    job_id = _job(sessionmaker, team, [corpora[0], slow], spec)
+    claim(sessionmaker, TrainingJob, job_id, WorkLimits())  # the coordinator has the job (attempt 1)
+    with sessionmaker() as session:
+        job = session.get_one(TrainingJob, job_id)
+    counting = Counting(sessionmaker, job_id, job.attempts, job_prefix(job), WorkLimits(), Helpers(part_bytes=10**9))
+    _plan(counting, piece_counts.plan([corpora[0], slow], 10**9))
+    started = time.monotonic()
+    where = "document 41 counted from byte 0 of corpus 'slow-one'"
+    if who == "coordinator":
+        with pytest.raises(SlowRegex, match=rf"took over 1s \(\+1s per 1,000,000 characters\) in Python's regex engine on {where}:"):
+            count_claimed_parts(sessionmaker, store, job_id, job.attempts, job_prefix(job), WorkLimits(),
+                                TrainingSpec.model_validate(job.spec), regex_seconds=LIMIT)
+    else:
+        assert help_counting(sessionmaker, store, job_id, job.attempts, job_prefix(job), WorkLimits(),
+                             regex_seconds=LIMIT) == 0
+        with sessionmaker() as session:
+            row = session.get_one(TrainingJob, job_id)
+        assert row.status == "failed" and row.error.startswith(
+            f"spec.pre_tokenizer_regex: the custom regex {SLOW_REGEX!r} took over 1s (+1s per 1,000,000 characters) in Python's regex engine on {where}:")
+    assert time.monotonic() - started < WITHIN

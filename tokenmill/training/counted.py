@@ -40,6 +40,7 @@ from tokenmill.models import UNFINISHED, Corpus, CountPart, Status, TrainingJob
 from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.store import ObjectStore
 from tokenmill.training import piece_counts, spills
+from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail
 from tokenmill.work.progress import Report
@@ -78,8 +79,9 @@ def counts_prefix(prefix: str, attempt: int | None = None) -> str:
 
 
 def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], counting: Counting,
-                  report: Report) -> tuple[Tokenizer, dict[str, bytes]]:
-    """Count the corpora in parts on every worker that helps, then learn from the merged counts."""
+                  report: Report, regex_seconds: float = REGEX_DOCUMENT_SECONDS) -> tuple[Tokenizer, dict[str, bytes]]:
+    """Count the corpora in parts on every worker that helps, then learn from the merged counts
+    (a custom regex may take at most `regex_seconds` on one document here; helpers have their own)."""
     helpers = counting.helpers
     parts = piece_counts.plan(corpora, helpers.part_bytes)
     _plan(counting, parts)
@@ -88,7 +90,7 @@ def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
             helpers.dispatch(counting.job_id, counting.attempt, counting.prefix, min(helpers.count, len(parts) - 1))
         except Exception:
             log.warning("could not send helpers for job %s; counting alone", counting.job_id, exc_info=True)
-    keys = _count_all(spec, store, counting, len(parts), report)
+    keys = _count_all(spec, store, counting, len(parts), report, regex_seconds)
     log.info("job %s: %d parts counted, merging their counts (this process holds %d MiB)", counting.job_id, len(parts),
              psutil.Process().memory_info().rss >> 20)
     report("merging counts", 0.5, force=True)
@@ -125,7 +127,8 @@ def _plan(counting: Counting, parts: list[piece_counts.Part]) -> None:
                         for number, part in enumerate(parts))
 
 
-def _count_all(spec: TrainingSpec, store: ObjectStore, counting: Counting, total: int, report: Report) -> list[str]:
+def _count_all(spec: TrainingSpec, store: ObjectStore, counting: Counting, total: int, report: Report,
+               regex_seconds: float) -> list[str]:
     # Count what no one has claimed (or what a silent worker left), then wait for the others.
     done: list[str] = []
 
@@ -134,7 +137,7 @@ def _count_all(spec: TrainingSpec, store: ObjectStore, counting: Counting, total
 
     while True:
         count_claimed_parts(counting.factory, store, counting.job_id, counting.attempt, counting.prefix, counting.limits,
-                            spec, counting.helpers.max_line_bytes, alive)
+                            spec, counting.helpers.max_line_bytes, alive, regex_seconds)
         with counting.factory() as session:
             rows = session.execute(select(CountPart.status, CountPart.counts_key).where(
                 CountPart.job_id == counting.job_id, CountPart.attempt == counting.attempt).order_by(CountPart.part)).all()
@@ -148,21 +151,30 @@ def _count_all(spec: TrainingSpec, store: ObjectStore, counting: Counting, total
 
 
 def help_counting(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, attempt: int, prefix: str,
-                  limits: WorkLimits, max_line_bytes: int | None = None) -> int:
+                  limits: WorkLimits, max_line_bytes: int | None = None,
+                  regex_seconds: float = REGEX_DOCUMENT_SECONDS) -> int:
     """A helper task's work: `count_claimed_parts` under the job's memory limit. Past it, the job
     fails with the reason and this process exits, as the coordinator's would (a part's counts
-    that do not fit one worker would not fit the coordinator either)."""
+    that do not fit one worker would not fit the coordinator either). A custom regex past
+    `regex_seconds` on one document fails the job too: counting the part again would not help."""
     guard = Heartbeat(factory, lambda session: True, limits,
                       lambda message: fail(factory, TrainingJob, job_id, message, attempt))
     with guard:
-        return count_claimed_parts(factory, store, job_id, attempt, prefix, limits, max_line_bytes=max_line_bytes)
+        try:
+            return count_claimed_parts(factory, store, job_id, attempt, prefix, limits, max_line_bytes=max_line_bytes,
+                                       regex_seconds=regex_seconds)
+        except SlowRegex as exc:
+            log.warning("job %s: %s", job_id, exc.detail)
+            fail(factory, TrainingJob, job_id, exc.detail, attempt)
+            return 0
 
 
 def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, attempt: int, prefix: str,
                         limits: WorkLimits, spec: TrainingSpec | None = None, max_line_bytes: int | None = None,
-                        alive: Callable[[], None] | None = None) -> int:
+                        alive: Callable[[], None] | None = None, regex_seconds: float = REGEX_DOCUMENT_SECONDS) -> int:
     """Claim and count parts of the job's attempt until none is left to claim; returns how many
-    this worker counted. A helper task calls this; so does the coordinator."""
+    this worker counted. A helper task calls this; so does the coordinator. SlowRegex when a
+    custom regex takes longer than `regex_seconds` on one document."""
     if spec is None:
         with factory() as session:
             job = session.get(TrainingJob, job_id)
@@ -173,11 +185,16 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
     counted = 0
     while (claimed := _claim(factory, job_id, attempt, limits)) is not None:
         row, corpus = claimed
-        split = split or piece_counts.splitter(spec)
+        split = split or piece_counts.splitter(spec, regex_seconds)
         key = f"{counts_prefix(prefix, attempt)}{row.part}-{row.claims}"
         touch = _Toucher(factory, row, alive)
         part = piece_counts.Part(corpus, row.start, row.end)
-        counts = spills.count(touch.through(piece_counts.part_documents(store, part, max_line_bytes)), split)
+        try:
+            counts = spills.count(touch.through(piece_counts.part_documents(store, part, max_line_bytes)), split)
+        except spills.SlowDocument as slow:
+            assert spec.pre_tokenizer_regex is not None  # only a custom regex's split is limited
+            raise SlowRegex(spec.pre_tokenizer_regex, took_over(regex_seconds), where=(
+                f"document {slow.number + 1:,} counted from byte {part.start:,} of corpus {corpus.name!r}")) from None
         store.put_bytes(key, spills.spilled(counts))
         del counts
         if _finish(factory, row, key):

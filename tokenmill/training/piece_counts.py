@@ -6,7 +6,8 @@
   the next line, and the last line is read to its end past `end`. Every line of a corpus is in
   exactly one part, whatever the part size.
 - Pieces are what a tokenizer learns from: for byte-level BPE, the spec's normalizer then its
-  pre-tokenization regex (`spills.split_by`); for sentencepiece, the words between whitespace.
+  pre-tokenization regex (`spills.split_by`; a custom one within a time limit per document); for
+  sentencepiece, the words between whitespace.
 """
 
 from collections.abc import Iterator
@@ -80,11 +81,14 @@ def part_documents(store: ObjectStore, part: Part, max_line_bytes: int | None = 
     return documents_of(part_bytes(store, part.corpus.storage_key, part.start, part.end), part.corpus, max_line_bytes)
 
 
-def splitter(spec: TrainingSpec) -> Split:
-    """How a document becomes the pieces the spec's library learns from."""
+def splitter(spec: TrainingSpec, regex_seconds: float | None = None) -> Split:
+    """How a document becomes the pieces the spec's library learns from; a custom regex's
+    split raises TimeoutError past `regex_seconds` on one document."""
     if spec.library == "sentencepiece":
         return str.split
     from tokenmill.training import with_tokenizers
+    from tokenmill.training.regex_limit import limit_of
 
     assert spec.regex_pattern is not None  # the byte-level libraries refuse a spec without one
-    return split_by(spec.regex_pattern, with_tokenizers.normalizer_of(spec))
+    return split_by(spec.regex_pattern, with_tokenizers.normalizer_of(spec),
+                    limit_of(spec.pre_tokenizer_regex, regex_seconds))

@@ -3,7 +3,8 @@ on every core of one) makes and merges.
 
 - Pieces are what byte-level BPE learns from: the spec's normalizer, then its pre-tokenization
   regex (Python's `regex`, which matches as tiktoken's and rustbpe's engines do on these
-  patterns), document by document (`split_by`).
+  patterns), document by document (`split_by`), each within a time limit if one is given
+  (a custom regex's: tokenmill.training.regex_limit).
 - A spill is (piece, count) records sorted by the piece's UTF-8 bytes, zlib-compressed: any
   number of them merge in one streaming pass (`merged`), holding one record of each.
 
@@ -21,6 +22,9 @@ from typing import Protocol
 import regex
 
 RECORD = struct.Struct("<IQ")  # piece length in bytes, count
+# A limited split's allowance beyond its limit, for a long document's length: about a tenth of the
+# pace of Python's regex (with its timeout) on one core, so a busy machine does not fail an 8 MiB line.
+CHARACTERS_PER_SECOND = 1_000_000
 Split = Callable[[str], list[str]]
 
 
@@ -28,19 +32,42 @@ class Normalizer(Protocol):
     def normalize_str(self, text: str) -> str: ...
 
 
-def split_by(pattern: str, normalizer: Normalizer | None) -> Split:
-    """Split a document as byte-level BPE learns it: normalized, then cut by the regex."""
+class SlowDocument(Exception):
+    """A split ran past its time limit on a document: its number (from 0) among those counted."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(f"document {number + 1}")
+        self.number = number
+
+
+def split_by(pattern: str, normalizer: Normalizer | None, seconds: float | None = None) -> Split:
+    """Split a document as byte-level BPE learns it: normalized, then cut by the regex, which
+    raises TimeoutError past `seconds` plus a second per CHARACTERS_PER_SECOND of the document
+    (None: no limit, and no cost: regex's timeout doubles its time per match)."""
     compiled = regex.compile(pattern)
+    if seconds is not None:
+        limit = seconds
+
+        def limited(text: str) -> list[str]:
+            if normalizer is not None:
+                text = normalizer.normalize_str(text)
+            return compiled.findall(text, timeout=limit + len(text) / CHARACTERS_PER_SECOND)
+
+        return limited
     if normalizer is None:
         return compiled.findall
     return lambda text: compiled.findall(normalizer.normalize_str(text))
 
 
 def count(documents: Iterable[str], split: Split) -> Counter[str]:
-    """How often each piece occurs in the documents."""
+    """How often each piece occurs in the documents; SlowDocument if a split runs past its limit."""
     counts: Counter[str] = Counter()
-    for document in documents:
-        counts.update(split(document))
+    for number, document in enumerate(documents):
+        try:
+            pieces = split(document)
+        except TimeoutError:  # only a limited split raises it (a store's timeouts come from reading the documents)
+            raise SlowDocument(number) from None
+        counts.update(pieces)
     return counts
 
 

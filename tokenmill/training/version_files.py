@@ -1,7 +1,8 @@
 """From a spec and stored corpora to the bytes of every file of a version.
 
 Picks the library, streams the training documents from the store (reporting progress),
-trains, and exports; the job pipeline does the rest (store, register, clean up).
+trains, and exports; the job pipeline does the rest (store, register, clean up). A custom regex
+too slow on a document fails with a SlowRegex that names the document's corpus.
 """
 
 from collections.abc import Callable, Iterable, Iterator
@@ -17,6 +18,7 @@ from tokenmill.store import ObjectStore
 from tokenmill.training import with_tokenizers
 from tokenmill.training.counted import Counting, train_counted
 from tokenmill.training.export import artifact_files, manifest, sha256
+from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex
 from tokenmill.training.sampling import reservoir_sample
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.with_rustbpe import train_rustbpe
@@ -32,22 +34,52 @@ class TrainedFiles:
     vocab_size: int
 
 
-def training_texts(store: ObjectStore, corpora: list[Corpus]) -> Iterator[str]:
-    """Every document of the training corpora, in order, streamed from the store."""
+def training_texts(store: ObjectStore, corpora: list[Corpus], places: "Places | None" = None) -> Iterator[str]:
+    """Every document of the training corpora, in order, streamed from the store (noting in
+    `places` where each corpus starts)."""
     for corpus in corpora:
-        yield from corpus_documents(store, corpus)
+        if places is not None:
+            places.starts.append((places.read, corpus.name))
+        for document in corpus_documents(store, corpus):
+            if places is not None:
+                places.read += 1
+            yield document
+
+
+class Places:
+    """Which corpus each document of a stream of corpora came from, as far as it has been read."""
+
+    def __init__(self) -> None:
+        self.starts: list[tuple[int, str]] = []  # the number of each corpus's first document, and its name
+        self.read = 0
+
+    def of(self, number: int) -> str:
+        """Where document `number` (from 0) of the stream is: its number in its corpus, and the corpus."""
+        first, name = next((start for start in reversed(self.starts) if start[0] <= number), (0, "?"))
+        return f"document {number - first + 1:,} of corpus {name!r}"
+
+    def located(self, slow: SlowRegex) -> SlowRegex:
+        """The failure, its documents named by corpus."""
+        if slow.first is None:
+            return slow
+        where = self.of(slow.first)
+        if slow.last is not None and slow.last != slow.first:
+            where = f"one of the documents from {where} to {self.of(slow.last)}"
+        return slow.at(where)
 
 
 def train_tokenizer(spec: TrainingSpec, texts: Iterable[str], alphabet: list[str] | None = None,
-                    progress: Callable[[float], None] | None = None) -> tuple[Tokenizer, dict[str, bytes]]:
-    """A tokenizer trained as the spec says, with the files only sentencepiece writes."""
+                    progress: Callable[[float], None] | None = None,
+                    regex_seconds: float = REGEX_DOCUMENT_SECONDS) -> tuple[Tokenizer, dict[str, bytes]]:
+    """A tokenizer trained as the spec says, with the files only sentencepiece writes; a custom
+    regex may take at most `regex_seconds` on one document (SlowRegex)."""
     if spec.library == "rustbpe":
-        return train_rustbpe(spec, texts), {}
+        return train_rustbpe(spec, texts, regex_seconds), {}
     if spec.library == "tokenmill":
-        return train_tokenmill(spec, texts), {}
+        return train_tokenmill(spec, texts, regex_seconds=regex_seconds), {}
     if spec.library == "sentencepiece":
         return train_sentencepiece(spec, texts, progress).tokenizer_and_files()
-    return with_tokenizers.train(spec, texts, alphabet), {}
+    return with_tokenizers.train(spec, texts, alphabet, regex_seconds), {}
 
 
 def version_contents(spec: TrainingSpec, tokenizer: Tokenizer, extra: dict[str, bytes],
@@ -60,14 +92,16 @@ def version_contents(spec: TrainingSpec, tokenizer: Tokenizer, extra: dict[str, 
 
 
 def train_version_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], report: Report,
-                lineage: dict[str, Any], counting: Counting | None = None) -> TrainedFiles:
+                lineage: dict[str, Any], counting: Counting | None = None,
+                regex_seconds: float = REGEX_DOCUMENT_SECONDS) -> TrainedFiles:
     """Train as the spec says and return every file of the version, manifest included.
-    `counting` says where the parts of a `counting: distributed` spec are coordinated."""
+    `counting` says where the parts of a `counting: distributed` spec are coordinated; a custom
+    regex may take at most `regex_seconds` on one document (SlowRegex, naming it and its corpus)."""
     if spec.counting == "distributed":
         if counting is None:
             raise ValueError("a spec with counting 'distributed' trains inside a job (it needs its parts' rows)")
         report("counting", 0.0, force=True)
-        tokenizer, extra = train_counted(spec, store, corpora, counting, report)
+        tokenizer, extra = train_counted(spec, store, corpora, counting, report, regex_seconds)
         return _version(spec, tokenizer, extra, lineage, report)
     total = sum(c.characters for c in corpora)
     report("training", 0.0, force=True)
@@ -82,15 +116,24 @@ def train_version_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Co
         return sample if sample is not None else training_texts(store, corpora)
 
     if spec.parity:
-        tokenizer, extra = _train_parity(spec, store, corpora, report), {}
+        tokenizer, extra = _train_parity(spec, store, corpora, report, regex_seconds), {}
         return _version(spec, tokenizer, extra, lineage, report)
     alphabet = None
     if with_tokenizers.needs_alphabet(spec):
         # One more pass over the texts, to choose the alphabet the way character_coverage says.
         alphabet = with_tokenizers.coverage_alphabet(spec, tracked(texts(), total, report, "counting characters", 0.0, 0.2))
     start = 0.0 if sample is None and alphabet is None else 0.2
-    reading = tracked(texts(), total, report, "training", start, 0.5)
-    tokenizer, extra = train_tokenizer(spec, reading, alphabet, lambda done: report("training", 0.5 + 0.3 * done))
+    places = Places()
+    read = sample if sample is not None else training_texts(store, corpora, places)
+    reading = tracked(read, total, report, "training", start, 0.5)
+    try:
+        tokenizer, extra = train_tokenizer(spec, reading, alphabet, lambda done: report("training", 0.5 + 0.3 * done),
+                                           regex_seconds)
+    except SlowRegex as slow:
+        if sample is None:
+            raise places.located(slow) from None
+        raise slow.at(f"document {slow.first + 1:,} of the max_sentences sample" if slow.first is not None
+                      else "a document of the max_sentences sample") from None
     return _version(spec, tokenizer, extra, lineage, report)
 
 
@@ -110,7 +153,8 @@ def by_language(corpora: list[Corpus]) -> dict[str, list[Corpus]]:
     return groups
 
 
-def _train_parity(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], report: Report) -> Tokenizer:
+def _train_parity(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], report: Report,
+                  regex_seconds: float) -> Tokenizer:
     # Each language's first corpus is line-aligned with the others' (one parallel_group, checked
     # at submission): its first parity_dev_lines documents are the dev set, the rest trains.
     groups = list(by_language(corpora).values())
@@ -126,4 +170,4 @@ def _train_parity(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
                                  0.5 * (done + share)))
         done += share
     report("training", 0.0, force=True)
-    return with_tokenizers.train_parity(spec, languages, dev)
+    return with_tokenizers.train_parity(spec, languages, dev, regex_seconds)

@@ -26,13 +26,17 @@ seen min_frequency times: any corpus of a few MB at 32k) and `seed` (nothing is 
 Ties can go another way than in `tokenizers`, which numbers the single bytes by GPT-2
 character, so the merges can differ where counts tie. Counts are 32-bit: a piece or pair
 seen over 2**31 times (tens of GB) overflows. A document the regex engine gives up on
-(rustbpe panics; a million spaces in a row with gpt2) is an InvalidCorpus.
+(rustbpe panics; a million spaces in a row with gpt2) is an InvalidCorpus; with a custom regex,
+fancy_regex giving up after 1,000,000 backtracking steps in one match attempt, or a batch of
+documents taking longer than the regex's limit allows, is a SlowRegex that says which documents
+(tokenmill.training.regex_limit: rustbpe splits `regex_limit.BATCH` documents at a time).
 
 rustbpe holds the GIL while it merges (tens of seconds on 100 MB), which would stop the job's
 heartbeat and memory guard: so `train_rustbpe` learns in a child process of its own (a fresh
 interpreter, fed the texts through a pipe a batch at a time), while this process only waits on the pipe.
 """
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -43,6 +47,18 @@ from tokenizers import Tokenizer, models
 
 from tokenmill.errors import InvalidCorpus
 from tokenmill.training import with_tokenizers
+from tokenmill.training.regex_limit import (
+    BATCH,
+    REGEX_DOCUMENT_SECONDS,
+    SLOW_EXIT,
+    Batches,
+    SlowRegex,
+    engine_gave_up,
+    limit_of,
+    report_and_exit,
+    reported,
+    took_over,
+)
 from tokenmill.training.spec import BYTE_ALPHABET, TrainingSpec
 from tokenmill.training.text_frames import batches, frames, read_texts, write_frame, write_texts
 from tokenmill.training.tiktoken_format import BYTE_DECODER
@@ -51,6 +67,7 @@ from tokenmill.training.tiktoken_format import BYTE_DECODER
 BYTE_ENCODER = {byte: char for char, byte in BYTE_DECODER.items()}
 # The order tokenizers' BpeTrainer gives the byte tokens their ids: by code point.
 BYTE_ORDER = sorted(range(BYTE_ALPHABET), key=lambda byte: ord(BYTE_ENCODER[byte]))
+ENGINE = "rustbpe's regex engine (fancy_regex)"
 
 
 def refusal(spec: TrainingSpec) -> str | None:
@@ -76,7 +93,8 @@ def check_pattern(pattern: str) -> None:
 
 
 def learn_ranks(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
-    """Every token's bytes in rank order: the 256 single bytes, then one per merge learned."""
+    """Every token's bytes in rank order: the 256 single bytes, then one per merge learned.
+    rustbpe takes the texts `BATCH` at a time (what `regex_limit.Batches` watches)."""
     if (why := refusal(spec)) is not None:
         raise ValueError(f"spec.{why}")
     normalizer = with_tokenizers.normalizer_of(spec)
@@ -86,10 +104,13 @@ def learn_ranks(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
     learner = rustbpe.Tokenizer()
     learned = spec.vocab_size - len(spec.special_tokens or [])  # the special tokens take ids too, as in tokenizers
     try:
-        learner.train_from_iterator(stream, learned, pattern=spec.regex_pattern)
+        learner.train_from_iterator(stream, learned, buffer_size=BATCH, pattern=spec.regex_pattern)
     except BaseException as exc:  # pyo3's PanicException is a BaseException
         if type(exc).__name__ != "PanicException" or "regex match failed" not in str(exc):
             raise
+        if spec.pre_tokenizer_regex and "BacktrackLimitExceeded" in str(exc):
+            raise SlowRegex(spec.pre_tokenizer_regex,
+                            engine_gave_up(ENGINE, "over 1,000,000 backtracking steps in one match attempt")) from None
         raise InvalidCorpus(f"rustbpe's regex engine gave up on a document ({exc}), as on a run of a million spaces: "
                             "split such documents, or train with library tokenizers") from None
     ranks = sorted(learner.get_mergeable_ranks(), key=lambda item: item[1])
@@ -150,21 +171,23 @@ def to_tokenizer(spec: TrainingSpec, pairs: list[tuple[bytes, bytes]]) -> Tokeni
     return tokenizer
 
 
-def train_rustbpe(spec: TrainingSpec, texts: Iterable[str]) -> Tokenizer:
-    """Train byte-level BPE on the texts with rustbpe, as the spec says (see the module docstring)."""
+def train_rustbpe(spec: TrainingSpec, texts: Iterable[str], regex_seconds: float | None = REGEX_DOCUMENT_SECONDS) -> Tokenizer:
+    """Train byte-level BPE on the texts with rustbpe, as the spec says (see the module docstring);
+    a custom regex is watched as `regex_limit.Batches` says, with `regex_seconds` per document."""
     if (why := refusal(spec)) is not None:
         raise ValueError(f"spec.{why}")
-    return to_tokenizer(spec, merge_pairs(learn_ranks_apart(spec, texts)))
+    return to_tokenizer(spec, merge_pairs(learn_ranks_apart(spec, texts, regex_seconds)))
 
 
 CHILD = "from tokenmill.training.with_rustbpe import serve; serve()"
 REFUSED = 3  # the child's exit code for an InvalidCorpus (its message on stderr)
 
 
-def learn_ranks_apart(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
-    """`learn_ranks` in a child process: the spec, then the texts, go down its stdin, the ranks
-    come back on its stdout. The child is killed if this process stops waiting (a time limit,
-    a cancel)."""
+def learn_ranks_apart(spec: TrainingSpec, texts: Iterable[str],
+                      regex_seconds: float | None = REGEX_DOCUMENT_SECONDS) -> list[bytes]:
+    """`learn_ranks` in a child process: the spec and the regex's limit, then the texts, go down
+    its stdin, the ranks come back on its stdout. The child is killed if this process stops
+    waiting (a time limit, a cancel)."""
     errors = tempfile.TemporaryFile()  # a file, not a pipe: a chatty child can never block on it
     child = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=errors)
@@ -172,6 +195,7 @@ def learn_ranks_apart(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
         assert child.stdin is not None and child.stdout is not None  # both are pipes
         try:
             write_frame(child.stdin, spec.model_dump_json().encode())
+            write_frame(child.stdin, json.dumps(limit_of(spec.pre_tokenizer_regex, regex_seconds)).encode())
             for batch in batches(texts):
                 write_texts(child.stdin, batch)
             child.stdin.close()
@@ -184,6 +208,8 @@ def learn_ranks_apart(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
         said = errors.read().decode("utf-8", "replace").strip()
         if child.returncode == REFUSED:
             raise InvalidCorpus(said.splitlines()[-1])
+        if child.returncode == SLOW_EXIT and spec.pre_tokenizer_regex:
+            raise reported(spec.pre_tokenizer_regex, said)
         raise RuntimeError(f"the rustbpe training process failed (exit {child.returncode}): {said[-2000:]}")
     finally:
         if child.poll() is None:
@@ -193,14 +219,25 @@ def learn_ranks_apart(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
 
 
 def serve() -> None:
-    """The child's side of `learn_ranks_apart`."""
+    """The child's side of `learn_ranks_apart`. A custom regex too slow on a batch, or that the
+    regex engine gives up on, ends it with `regex_limit.report_and_exit`."""
     stream = sys.stdin.buffer
-    spec = TrainingSpec.model_validate_json(next(frames(stream)))
+    found = frames(stream)
+    spec = TrainingSpec.model_validate_json(next(found))
+    seconds: float | None = json.loads(next(found))
+    texts: Iterable[str] = read_texts(stream)
+    watched = None
+    if seconds is not None:
+        limit = seconds
+        texts = watched = Batches(texts, limit, lambda first, last: report_and_exit(took_over(limit, ENGINE), first, last))
     try:
-        tokens = learn_ranks(spec, read_texts(stream))
+        tokens = learn_ranks(spec, texts)
     except InvalidCorpus as exc:
         print(exc.detail, file=sys.stderr)
         sys.exit(REFUSED)
+    except SlowRegex as exc:  # the engine gave up: on the batch in flight
+        batch = watched.stop() if watched is not None else None
+        report_and_exit(exc.what, *(batch or (None, None)))
     out = sys.stdout.buffer
     for token in tokens:
         write_frame(out, token)

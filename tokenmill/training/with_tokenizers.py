@@ -5,15 +5,20 @@ and sentencepiece (with_sentencepiece.py). Byte fallback needs care: the BPE and
 Unigram trainers do not add the 256 `<0xNN>` tokens a byte-fallback model falls back to
 (tokenizers issue #1407), so they are passed as extra initial tokens and then turned back
 into ordinary vocabulary entries, so they decode to bytes and are not "special".
+
+A custom regex runs in Oniguruma inside the trainer, where nothing can stop it: each document
+is split first by Python's regex within `regex_seconds` (tokenmill.training.regex_limit says why
+that engine), and Oniguruma giving up on a document by itself is named as such.
 """
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, checked, engine_gave_up, limit_of
 from tokenmill.training.spec import TrainingSpec
 
 BYTE_TOKENS = [f"<0x{value:02X}>" for value in range(256)]
@@ -187,23 +192,26 @@ def coverage_alphabet(spec: TrainingSpec, texts: Iterable[str]) -> list[str]:
     return kept
 
 
-def train(spec: TrainingSpec, texts: Iterable[str], alphabet: list[str] | None = None) -> Tokenizer:
+def train(spec: TrainingSpec, texts: Iterable[str], alphabet: list[str] | None = None,
+          regex_seconds: float | None = REGEX_DOCUMENT_SECONDS) -> Tokenizer:
     """Train a `tokenizers` tokenizer on the texts, as the spec says.
 
     Callers that stream their texts choose the alphabet in a pass of their own and give it;
-    otherwise the texts are held in memory for the two passes.
+    otherwise the texts are held in memory for the two passes. SlowRegex when a custom regex
+    takes longer than `regex_seconds` on one document (see the module docstring).
     """
     if needs_alphabet(spec) and alphabet is None:
         texts = list(texts)
         alphabet = coverage_alphabet(spec, texts)
     tokenizer, trainer = pipeline_and_trainer(spec, alphabet)
-    tokenizer.train_from_iterator(texts, trainer=trainer)
+    _oniguruma(spec, lambda: tokenizer.train_from_iterator(_checked(spec, texts, regex_seconds), trainer=trainer))
     if spec.byte_fallback:
         tokenizer = _unspecial_byte_tokens(tokenizer)
     return tokenizer
 
 
-def train_parity(spec: TrainingSpec, languages: Sequence[Iterable[str]], dev: Sequence[Iterable[str]]) -> Tokenizer:
+def train_parity(spec: TrainingSpec, languages: Sequence[Iterable[str]], dev: Sequence[Iterable[str]],
+                 regex_seconds: float | None = REGEX_DOCUMENT_SECONDS) -> Tokenizer:
     """Parity-aware byte-level BPE: one training and one parallel dev iterator per language.
 
     Each merge goes to the language whose dev text compresses worst so far (tokenizers'
@@ -217,9 +225,36 @@ def train_parity(spec: TrainingSpec, languages: Sequence[Iterable[str]], dev: Se
         min_frequency=spec.min_frequency, special_tokens=tokens, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    trainer.train_from_iterator(tokenizer, train_iterators=[iter(texts) for texts in languages],
-                                dev_iterators=[iter(texts) for texts in dev])
+    try:
+        _oniguruma(spec, lambda: trainer.train_from_iterator(
+            tokenizer, train_iterators=[iter(_checked(spec, texts, regex_seconds)) for texts in languages],
+            dev_iterators=[iter(_checked(spec, texts, regex_seconds)) for texts in dev]))
+    except SlowRegex as exc:  # numbered within one language's texts: not a number a person can find
+        raise exc.at("one of the parallel documents") from None
     return tokenizer
+
+
+Result = TypeVar("Result")
+
+
+def _checked(spec: TrainingSpec, texts: Iterable[str], regex_seconds: float | None) -> Iterable[str]:
+    """The texts, each first split by Python's regex within the limit when the spec has a custom regex."""
+    seconds = limit_of(spec.pre_tokenizer_regex, regex_seconds)
+    if spec.pre_tokenizer_regex is None or seconds is None:
+        return texts
+    return checked(texts, spec.pre_tokenizer_regex, normalizer_of(spec), seconds)
+
+
+def _oniguruma(spec: TrainingSpec, training: Callable[[], Result]) -> Result:
+    """What training returns; Oniguruma giving up on a document of a custom regex (its retry
+    limit in one match attempt, a Rust panic) as a SlowRegex."""
+    try:
+        return training()
+    except BaseException as exc:  # pyo3's PanicException is a BaseException
+        if not (spec.pre_tokenizer_regex and type(exc).__name__ == "PanicException" and "retry-limit" in str(exc)):
+            raise
+        raise SlowRegex(spec.pre_tokenizer_regex, engine_gave_up(
+            "the tokenizers regex engine (Oniguruma)", "over its retry limit in one match attempt")) from None
 
 
 def _unspecial_byte_tokens(tokenizer: Tokenizer) -> Tokenizer:

@@ -6,8 +6,10 @@ every core, the merges learned from the counts, rustbpe's rule throughout.
   nothing else of the service. This process reads the texts once and sends them down the
   children's pipes a batch at a time (`text_frames`), to whichever child is free; each child
   splits its documents as counting in parts does (`spills.split_by`: the spec's normalizer,
-  then its regex), counts the pieces and, at the end of its texts, answers with its counts as
-  three arrays (`serve`).
+  then its regex, a custom one within `regex_seconds` per document), counts the pieces and, at
+  the end of its texts, answers with its counts as three arrays (`serve`). A document past the
+  limit ends the child, which says which of its texts it was; this process knows which batch
+  went to which child, so the job's reason numbers the document among all the texts.
 - Learning: the children's arrays, one after the other, learned by `merge_learner` in this
   process (which first adds up the copies of a piece that several children counted). It is compiled and releases the GIL, so the job's heartbeat
   and memory guard run meanwhile (rustbpe holds the GIL, which is why it learns in a child).
@@ -19,6 +21,7 @@ both). What is refused is what rustbpe refuses (`with_rustbpe.refusal`); `min_fr
 not applied either, as in rustbpe (a corpus of a few MB still sees its last merge more often).
 """
 
+import bisect
 import ctypes
 import json
 import os
@@ -28,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from itertools import chain
 from queue import Empty, Full, Queue
@@ -36,6 +39,7 @@ from threading import Thread
 from typing import IO, TYPE_CHECKING, cast
 
 from tokenmill.training import spills
+from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SLOW_EXIT, SlowRegex, limit_of, took_over
 from tokenmill.training.text_frames import batches, frames, read_texts, write_frame, write_texts
 
 if TYPE_CHECKING:  # numpy too: a counting child does not import it (20 MiB each)
@@ -49,9 +53,11 @@ CHILD = "from tokenmill.training.with_tokenmill import serve; serve()"
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
-def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int | None = None) -> "Tokenizer":
+def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int | None = None,
+                    regex_seconds: float | None = REGEX_DOCUMENT_SECONDS) -> "Tokenizer":
     """Train byte-level BPE on the texts, as the spec says (see the module docstring), counting
-    with `processes` children (None: the `training_processes` setting)."""
+    with `processes` children (None: the `training_processes` setting). SlowRegex when a custom
+    regex takes longer than `regex_seconds` on one document."""
     from tokenmill.settings import get_settings
     from tokenmill.training import with_rustbpe, with_tokenizers
 
@@ -59,13 +65,18 @@ def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int |
         raise ValueError(f"spec.{why}")
     assert spec.regex_pattern is not None  # refusal() has made sure
     normalizer = with_tokenizers.normalizer_of(spec)
-    heading = [json.dumps({"pattern": spec.regex_pattern}).encode(),
+    seconds = limit_of(spec.pre_tokenizer_regex, regex_seconds)
+    heading = [json.dumps({"pattern": spec.regex_pattern, "seconds": seconds}).encode(),
                pickle.dumps(normalizer) if normalizer is not None else b""]
     with ExitStack() as stack:
         children = [stack.enter_context(_Counter(heading))
                     for _ in range(max(1, processes or get_settings().training_processes))]
-        _send(children, texts)
-        counted = [child.counts() for child in children]
+        try:
+            _send(children, texts)
+            counted = [child.counts() for child in children]
+        except spills.SlowDocument as slow:
+            assert spec.pre_tokenizer_regex is not None and seconds is not None  # only a custom regex is limited
+            raise SlowRegex(spec.pre_tokenizer_regex, took_over(seconds), slow.number) from None
     import numpy as np
 
     from tokenmill.training.merge_learner import learn_merges_of  # numba: imported by a process that learns
@@ -97,6 +108,10 @@ class _Counter:
     by the kernel if this process dies (`serve`)."""
 
     def __init__(self, heading: list[bytes]) -> None:
+        # The batches it was given: where each starts among its texts, and among all the texts.
+        self.starts: list[int] = []
+        self.firsts: list[int] = []
+        self.given = 0
         self.errors = tempfile.TemporaryFile()  # a file, not a pipe: a chatty child can never block on it
         self.process = subprocess.Popen([sys.executable, "-c", CHILD, str(os.getpid())], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self.errors)
@@ -121,6 +136,13 @@ class _Counter:
             except OSError:
                 pass  # stdin's last flush, to a child that is gone
 
+    def give(self, first: int, batch: list[str]) -> None:
+        """Send a batch, the texts `first` on of all the texts."""
+        self.starts.append(self.given)
+        self.firsts.append(first)
+        self.given += len(batch)
+        write_texts(self.stdin, batch)
+
     def counts(self) -> "tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]":
         """What the child counted: each piece's length in bytes, its count, and all their bytes
         one after the other; or its failure, once it has ended."""
@@ -133,14 +155,19 @@ class _Counter:
         return (np.frombuffer(lengths, dtype=np.int64), np.frombuffer(counts, dtype=np.int64),
                 np.frombuffer(data, dtype=np.uint8))
 
-    def failure(self) -> RuntimeError:
-        """Why the child failed: its exit code and the end of what it said (it has a few seconds to end)."""
+    def failure(self) -> Exception:
+        """Why the child failed: a document past the regex's limit (SlowDocument, numbered among
+        all the texts), or its exit code and the end of what it said (it has a few seconds to end)."""
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
         self.errors.seek(0)
         said = self.errors.read().decode("utf-8", "replace").strip()
+        if self.process.returncode == SLOW_EXIT:
+            mine = int(said.splitlines()[-1])  # the document's number among this child's texts
+            batch = bisect.bisect_right(self.starts, mine) - 1
+            return spills.SlowDocument(self.firsts[batch] + mine - self.starts[batch])
         return RuntimeError(f"a counting process failed (exit {self.process.returncode}): {said[-2000:]}")
 
 
@@ -148,13 +175,13 @@ def _send(children: list[_Counter], texts: Iterable[str]) -> None:
     # One thread per child writes it batches from a short queue, so whichever child is done with
     # its batch takes the next one (a pipe has room long before its child is free), then closes
     # its stdin: the children count what is left and answer.
-    queue: Queue[list[str] | None] = Queue(maxsize=len(children))
+    queue: Queue[tuple[int, list[str]] | None] = Queue(maxsize=len(children))
     failed: list[tuple[_Counter, BaseException]] = []
 
     def feed(child: _Counter) -> None:
         try:
-            while (batch := queue.get()) is not None:
-                write_texts(child.stdin, batch)
+            while (item := queue.get()) is not None:
+                child.give(*item)
         except BaseException as exc:  # a broken pipe (the child ended early: its exit code and stderr say why)
             failed.append((child, exc))
         finally:
@@ -167,10 +194,10 @@ def _send(children: list[_Counter], texts: Iterable[str]) -> None:
     for feeder in feeders:
         feeder.start()
     try:
-        for batch in chain(batches(texts), [None] * len(children)):
+        for item in chain(numbered(batches(texts)), [None] * len(children)):
             while not failed:
                 try:
-                    queue.put(batch, timeout=0.5)
+                    queue.put(item, timeout=0.5)
                     break
                 except Full:
                     continue
@@ -191,15 +218,30 @@ def _send(children: list[_Counter], texts: Iterable[str]) -> None:
             queue.put_nowait(None)
 
 
+def numbered(texts: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
+    """Each batch with the number of its first text among all the texts."""
+    first = 0
+    for batch in texts:
+        yield first, batch
+        first += len(batch)
+
+
 def serve() -> None:
-    """The child's side: the pattern, the normalizer, then texts on stdin; on stdout, three
-    frames: the pieces' lengths in bytes and their counts (int64 each), then their bytes."""
+    """The child's side: the pattern and limit, the normalizer, then texts on stdin; on stdout,
+    three frames: the pieces' lengths in bytes and their counts (int64 each), then their bytes.
+    A document past the limit: its number among the texts on stderr's last line, exit SLOW_EXIT."""
     _die_with_parent()
     stream = sys.stdin.buffer
     found = frames(stream)
-    pattern = json.loads(next(found))["pattern"]
+    heading = json.loads(next(found))
     normalizer = next(found)
-    counts = spills.count(read_texts(stream), spills.split_by(pattern, pickle.loads(normalizer) if normalizer else None))
+    split = spills.split_by(heading["pattern"], pickle.loads(normalizer) if normalizer else None, heading["seconds"])
+    try:
+        counts = spills.count(read_texts(stream), split)
+    except spills.SlowDocument as slow:
+        sys.stderr.write(f"\n{slow.number}\n")
+        sys.stderr.flush()
+        os._exit(SLOW_EXIT)
     pieces = [piece.encode("utf-8", "surrogatepass") for piece in counts]
     out = sys.stdout.buffer
     write_frame(out, array("q", map(len, pieces)).tobytes())

@@ -39,6 +39,7 @@ class CorpusOut(BaseModel):
     characters: int
     sha256: str
     statistics: dict[str, Any] | None
+    statistics_error: str | None = Field(None, description="why the statistics could not be computed, if they failed")
     created_at: datetime
 
 

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 def serve(host: str, port: int) -> None:
     """Become the API process (uvicorn on service.app): the core never imports the service."""
     os.execv(sys.executable, [sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory",
-                              "--host", host, "--port", str(port), "--log-level", "info"])
+                              "--host", host, "--port", str(port), "--log-level", "info",
+                              "--no-access-log"])  # the API writes its own access lines (JSON, with request ids)
 
 
 def worker(concurrency: int) -> None:

@@ -19,7 +19,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="TOKENMILL_", extra="ignore")
 
-    # Where this instance keeps local state: the beat schedule, and in embedded mode everything
+    # Where this instance keeps local state: in embedded mode everything
     # (the three URLs below default to a SQLite file, a local transport and a folder in it).
     home: Path = DEFAULT_HOME
     database_url: str = ""
@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     max_line_bytes: int = 8 * 1024**2  # one document (a line of text or of JSON), decompressed
     max_json_body_bytes: int = 1024**2  # a JSON request body (uploads are multipart and stream)
     encode_timeout_seconds: float = 5.0  # one playground/API encode, run outside the API process
+    # One training document may keep a custom pre_tokenizer_regex busy this long (plus 1 s per
+    # million characters), or the job fails naming the regex and the document; presets are not bounded.
+    regex_document_seconds: float = Field(default=10.0, gt=0)
     # A worker child over this resident memory fails its job and exits (the kernel's OOM killer never gets to it).
     job_max_memory_bytes: int = 8 * 1024**3
     # A running job's worker touches its row this often; silent for `sweep_silent_after`, it is taken for dead.

@@ -109,8 +109,9 @@ def count_parts(job_id: str, attempt: int, prefix: str) -> int:
     # Helps a distributed-counting job; its coordinator re-claims whatever a dead helper left.
     factory, store = resources()
     settings = get_settings()
-    return help_counting(factory, store, uuid.UUID(job_id), attempt, prefix, WorkLimits.of(settings),
-                         settings.max_line_bytes)
+    limits = WorkLimits.of(settings)
+    return help_counting(factory, store, uuid.UUID(job_id), attempt, prefix, limits, settings.max_line_bytes,
+                         regex_seconds=limits.regex_seconds)
 
 
 @app.task(name="tokenmill.evaluate", base=LimitedTask, bind=True, ignore_result=True, max_retries=3)

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from service.queue import Queue
 from tests.services import REDIS_DB_BASE
-from tests.stack import process_env, unique
+from tests.stack import process_env, settle_left_work, unique
 from tests.waiting import UNFINISHED, until
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction
@@ -29,6 +29,7 @@ CORPUS_BYTES = 320 * 2**20
 @pytest.fixture
 def capped_workers(settings, tmp_path):
     """One worker, two processes, each capped at CAP, counting 16 MiB parts."""
+    settle_left_work(settings.database_url)  # its worker would start what other suites left queued
     redis.Redis.from_url(settings.broker_url.rsplit("/", 1)[0] + f"/{REDIS_DB}").flushdb()
     env = process_env(settings, REDIS_DB)
     env.update({"TOKENMILL_JOB_MAX_MEMORY_BYTES": str(CAP), "TOKENMILL_COUNT_PART_BYTES": str(16 * 2**20),

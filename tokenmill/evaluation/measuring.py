@@ -146,6 +146,12 @@ def sample_record(share: float) -> dict[str, Any]:
     return {"share": share, "seed": SAMPLE_SEED, "whole": share >= 1.0}
 
 
+def measure_corpus(encoder: Encoder, store: ObjectStore, corpus: Corpus, max_bytes: int | None = None) -> dict[str, Any]:
+    """The metrics of an encoder on a corpus's evaluation sample, with the sample they were measured on."""
+    share = sample_share(corpus)
+    return {**measure(encoder, evaluation_documents(store, corpus, share), max_bytes), "sample": sample_record(share)}
+
+
 def head(store: ObjectStore, corpus: Corpus, lines: int) -> list[str]:
     return list(itertools.islice(corpus_documents(store, corpus), lines))
 
@@ -175,9 +181,7 @@ def evaluate_version(
         for index, corpus in enumerate(corpora):
             sample = head(store, corpus, max(PROOF_LINES, CURVE_LINES))
             encoder = proven_encoder(slow, fast, sample[:PROOF_LINES])
-            share = sample_share(corpus)
-            metrics = measure(encoder, evaluation_documents(store, corpus, share), max_bytes)
-            results.append((corpus, {**metrics, "sample": sample_record(share)}))
+            results.append((corpus, measure_corpus(encoder, store, corpus, max_bytes)))
             if curve:
                 curve_sample += sample[:CURVE_LINES]
             progress((index + 1) / steps)
@@ -209,9 +213,7 @@ def evaluate_references(
                 continue
             encoder = reference_encoder(name)
             for corpus in missing:
-                share = sample_share(corpus)
-                metrics = measure(encoder, evaluation_documents(store, corpus, share))
-                rows.append(evaluation_row(team_id, corpus, {**metrics, "sample": sample_record(share)}, reference=name))
+                rows.append(evaluation_row(team_id, corpus, measure_corpus(encoder, store, corpus), reference=name))
     with transaction(factory) as session:
         session.add_all(rows)
     return rows

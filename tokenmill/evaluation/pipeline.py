@@ -12,11 +12,10 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from tokenmill.corpora.reading import corpus_documents
 from tokenmill.corpora.rows import existing_corpora
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.evaluation.encoders import encoding_threads, reference_encoder
-from tokenmill.evaluation.measuring import evaluate_version, evaluation_row, measure
+from tokenmill.evaluation.measuring import evaluate_version, evaluation_row, measure_corpus
 from tokenmill.evaluation.reports import has_version_curve
 from tokenmill.models import Corpus, EvaluationRun, Status, TokenizerVersion
 from tokenmill.store import ObjectStore
@@ -94,7 +93,7 @@ def _measure(store: ObjectStore, run: EvaluationRun, version: TokenizerVersion |
         return evaluate_version(store, version.name, version_files(store, version), corpora, lambda _: None, curve=curve)
     encoder = reference_encoder(str(run.reference))
     with encoding_threads():
-        return [(corpus, measure(encoder, corpus_documents(store, corpus))) for corpus in corpora]
+        return [(corpus, measure_corpus(encoder, store, corpus)) for corpus in corpora]
 
 
 def abandon_run(factory: sessionmaker[Session], store: ObjectStore, claimant: str, message: str) -> None:

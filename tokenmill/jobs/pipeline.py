@@ -34,7 +34,7 @@ from tokenmill.models import Corpus, Status, TokenizerVersion, TrainingJob
 from tokenmill.store import ObjectStore
 from tokenmill.training.counted import Counting, Helpers
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.training.version_files import TrainedFiles, train_version_files
+from tokenmill.training.version_files import TrainedFiles, train_version_files, training_texts
 from tokenmill.training.with_tokenizers import determinism
 from tokenmill.versions.registry import next_version_number
 from tokenmill.work.lifecycle import (
@@ -138,7 +138,14 @@ def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job:
     started = time.monotonic()
     counting = Counting(factory, job.id, job.attempts, prefix, limits, helpers)
     with PeakMemory() as memory:
-        trained = train_version_files(spec, store, corpora, report, info, counting)
+        if spec.base is not None:  # new merges after a base's, its ids untouched
+            from tokenmill.jobs.extension import extension_files, load_base  # its learner is numba's: only here
+
+            base = load_base(factory, store, job.team_id, spec.base)
+            trained = extension_files(spec, base, training_texts(store, corpora), report, info)
+        else:
+            trained = train_version_files(spec, store, corpora, report, info, counting,
+                                          regex_seconds=limits.regex_seconds)
     seconds = time.monotonic() - started
     for name, data in trained.files.items():
         store.put_bytes(f"{prefix}/{name}", data)

@@ -35,7 +35,8 @@ SENTENCEPIECE_MAX_PIECE = 512  # sentencepiece refuses a larger max_sentencepiec
 # A custom regex is tried at submission on texts derived from it (tokenmill.encoding.regex_probe), each
 # piece repeated REGEX_PROBE_REPEAT times, plus REGEX_PROBES; each engine gets REGEX_PROBE_SECONDS.
 REGEX_PROBE_SECONDS = 2.0
-REGEX_COMPILE_SECONDS = 5.0  # compiling it, with each engine; the sandbox's memory limit bounds it too
+REGEX_COMPILE_SECONDS = 5.0
+BUILD_SECONDS = 15.0  # building what a spec describes, on a few words, in a sandbox process  # compiling it, with each engine; the sandbox's memory limit bounds it too
 REGEX_PROBE_REPEAT = 3000
 REGEX_PROBES = ("a" * 3000 + "!", " " * 3000 + "x", "1" * 3000 + "a", ("ab " * 1000) + "\n\u00e9")
 
@@ -151,7 +152,30 @@ def resolve_spec(raw: dict[str, Any], owner: str | None = None) -> TrainingSpec:
     if spec.pre_tokenizer_regex:
         check_regex(spec.pre_tokenizer_regex, spec.library, owner)
     _check_vocab_size(spec)
+    _check_buildable(spec, owner)
     return spec
+
+
+def _check_buildable(spec: TrainingSpec, owner: str | None) -> None:
+    """Build what the spec describes (tokenmill.training.buildable) in a sandbox process: a spec
+    within every documented limit that a library still cannot build is refused now, not in training."""
+    from tokenmill.encoding import sandbox
+
+    pool = sandbox.current()
+    try:
+        why = pool.call("tokenmill.training.buildable:unbuildable", spec.model_dump(), timeout=BUILD_SECONDS,
+                        owner=owner)
+    except sandbox.TimedOut:
+        _refuse("special_tokens", f"the tokenizer this spec describes took more than {BUILD_SECONDS:g}s to build")
+    except sandbox.OverMemory:
+        _refuse("special_tokens", f"the tokenizer this spec describes needs more than {pool.memory_bytes // 2**20} "
+                                  "MiB to build")
+    except sandbox.Failed as exc:
+        raise InvalidInput(f"spec: the tokenizer this spec describes could not be built ({exc})"[:500],
+                           field="spec") from None
+    if why:
+        field, reason = why
+        raise InvalidInput(reason if reason.startswith(f"{field}:") else f"{field}: {reason}", field=field)
 
 
 def unstorable(text: str, controls: bool) -> str | None:

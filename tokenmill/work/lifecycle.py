@@ -62,11 +62,14 @@ class WorkLimits:
     # Once its claim is gone, how long work has to notice (at a progress report) before its
     # process is ended; the claim itself is read every second.
     stop_grace: float = 3.0
+    # Longest one training document may keep a custom pre_tokenizer_regex busy (tokenmill.training.regex_limit).
+    regex_seconds: float = 10.0
 
     @classmethod
     def of(cls, settings: Settings) -> "WorkLimits":
         return cls(max_attempts=settings.job_max_attempts, silent_after=settings.sweep_silent_after,
                    heartbeat_seconds=settings.heartbeat_seconds, max_memory=settings.job_max_memory_bytes,
+                   regex_seconds=settings.regex_document_seconds,
                    running_jobs=settings.quota_running_jobs)
 
 

@@ -79,9 +79,9 @@ def test_a_request_answered_at_the_edge_keeps_its_route(app_client):
 
 def test_a_queued_jobs_refusal_is_counted_under_its_quota(api, sessionmaker, team_key):
     team, _ = team_key
-    corpus = upload(api)
-    with transaction(sessionmaker) as session:
+    with transaction(sessionmaker) as session:  # before the team's first request: the API keeps quotas 5 s
         set_quotas(session, team.id, {"queued_jobs": 0})
+    corpus = upload(api)
     labels = {"quota": "queued_jobs", "status": "409"}
     before = value(scrape(api), "tokenmill_quota_refusals_total", **labels)
     refused = submit(api, corpus)

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.errors import InvalidInput
 from tokenmill.evaluation.references import load_reference
-from tokenmill.models import Team, TokenizerVersion
+from tokenmill.models import Corpus, Team, TokenizerVersion
 from tokenmill.store import ObjectStore
 from tokenmill.training.export import TIKTOKEN_FILE, manifest_of, sha256
 from tokenmill.training.merge_learner import learn_merges_from
@@ -101,19 +101,29 @@ def _version_encoding(store: ObjectStore, row: TokenizerVersion) -> tiktoken.Enc
                              special_tokens=manifest["special_tokens"])
 
 
-def piece_counts(encoding: tiktoken.Encoding, texts: Iterable[str]) -> Counter[bytes]:
-    """Each distinct piece of the texts (split by the base's regex, as tiktoken splits) and how often it occurs."""
-    pattern = regex.compile(encoding._pat_str)
+def piece_counts(encoding: tiktoken.Encoding, texts: Iterable[str], split: str | None = None) -> Counter[bytes]:
+    """Each distinct piece of the texts (split by the base's regex, as tiktoken splits, or by
+    `split`) and how often it occurs."""
+    pattern = regex.compile(split or encoding._pat_str)
     counts: Counter[bytes] = Counter()
     for text in texts:
         counts.update(piece.encode("utf-8") for piece in pattern.findall(text))
     return counts
 
 
-def extended_ranks(base: Base, counts: Counter[bytes], merges: int) -> tuple[dict[bytes, int], int]:
-    """The base's ranks and the new tokens (at most `merges`), and how many were added."""
+def extended_ranks(base: Base, counts: Counter[bytes], merges: int, whole_pieces: bool = True
+                   ) -> tuple[dict[bytes, int], int]:
+    """The base's ranks and the new tokens (at most `merges`), and how many were added. Each
+    piece is segmented by the base: as one of its pieces (`whole_pieces`), or, for superword
+    spans, split by the base's regex first."""
     encoding = base.encoding
-    pieces = [(encoding._encode_single_piece(piece), count) for piece, count in counts.items()]
+
+    def segmented(piece: bytes) -> list[int]:
+        if whole_pieces:
+            return list(encoding._encode_single_piece(piece))
+        return encoding.encode_ordinary(piece.decode("utf-8"))
+
+    pieces = [(segmented(piece), count) for piece, count in counts.items()]
     symbols = np.fromiter((i for ids, _ in pieces for i in ids), dtype=np.int32)
     lengths = np.fromiter((len(ids) for ids, _ in pieces), dtype=np.int64, count=len(pieces))
     weights = np.fromiter((count for _, count in pieces), dtype=np.int64, count=len(pieces))
@@ -143,6 +153,45 @@ def extension_files(spec: TrainingSpec, base: Base, texts: Iterable[str], report
     imported = imported_files(rank_file(ranks), base.encoding._pat_str, dict(base.encoding._special_tokens))
     info = {**lineage, "base": {"label": base.label, **spec.base.model_dump(), "merges_added": added,
                                 "first_new_id": base.next_id}}
+    files = dict(imported.files)
+    files["manifest.json"] = manifest_of(spec.model_dump(), info, files, imported.tiktoken)
+    return TrainedFiles(files=files, hashes={name: sha256(data) for name, data in files.items()},
+                        vocab_size=imported.vocab_size)
+
+
+# SuperBPE's second stage reads spans between punctuation and newlines, spaces kept inside them.
+SUPERWORD_SPLIT = r"[^\r\n\p{P}\p{S}]+|[\p{P}\p{S}]+|[\r\n]+"
+
+
+def superword_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], report: Report,
+                    lineage: dict[str, Any], regex_seconds: float) -> TrainedFiles:
+    """SuperBPE: the merges up to `transition_vocab_size` as a plain job learns them (stage 1),
+    then merges across whitespace learned on the spans of SUPERWORD_SPLIT, each first segmented
+    by stage 1's tokenizer; spans seen fewer than max(2, min_frequency) times are left out.
+    Every stage-1 token keeps its id; the files split text by the spans' regex."""
+    import json
+
+    from tokenmill.training.version_files import train_version_files, training_texts
+
+    assert spec.superword is not None
+    first = spec.model_copy(update={"vocab_size": spec.superword.transition_vocab_size, "superword": None})
+    stage1 = train_version_files(first, store, corpora, lambda stage, done, force=False: report(
+        stage, 0.5 * done, force=force), lineage, regex_seconds=regex_seconds)
+    tiktoken_info = json.loads(stage1.files["manifest.json"])["tiktoken"]
+    encoding = tiktoken.Encoding("stage1", pat_str=tiktoken_info["pat_str"],
+                                 mergeable_ranks=parse_rank_file(stage1.files[TIKTOKEN_FILE]),
+                                 special_tokens=tiktoken_info["special_tokens"])
+    base = Base(encoding, "stage 1")
+    report("counting spans", 0.5, force=True)
+    floor = max(2, spec.min_frequency)
+    spans = Counter({span: count for span, count in piece_counts(encoding, training_texts(store, corpora),
+                                                                   SUPERWORD_SPLIT).items() if count >= floor})
+    report("training superwords", 0.65, force=True)
+    ranks, added = extended_ranks(base, spans, spec.vocab_size - stage1.vocab_size, whole_pieces=False)
+    report("exporting", 0.82, force=True)
+    imported = imported_files(rank_file(ranks), SUPERWORD_SPLIT, dict(encoding._special_tokens))
+    info = {**lineage, "superword": {"transition_vocab_size": stage1.vocab_size, "merges_added": added,
+                                     "spans": len(spans), "split": SUPERWORD_SPLIT, "stage1_split": encoding._pat_str}}
     files = dict(imported.files)
     files["manifest.json"] = manifest_of(spec.model_dump(), info, files, imported.tiktoken)
     return TrainedFiles(files=files, hashes={name: sha256(data) for name, data in files.items()},

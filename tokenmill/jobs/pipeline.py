@@ -143,6 +143,10 @@ def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job:
 
             base = load_base(factory, store, job.team_id, spec.base)
             trained = extension_files(spec, base, training_texts(store, corpora), report, info)
+        elif spec.superword is not None:  # SuperBPE: a second stage of merges across whitespace
+            from tokenmill.jobs.extension import superword_files
+
+            trained = superword_files(spec, store, corpora, report, info, limits.regex_seconds)
         else:
             trained = train_version_files(spec, store, corpora, report, info, counting,
                                           regex_seconds=limits.regex_seconds)

@@ -57,6 +57,15 @@ class BaseSpec(BaseModel):
         return f"reference:{self.reference}" if self.reference else f"{self.tokenizer} v{self.version}"
 
 
+class SuperwordSpec(BaseModel):
+    """SuperBPE's second stage: merges up to `transition_vocab_size` as usual, then merges across
+    whitespace, learned on spans between punctuation and newlines (tokenmill.jobs.extension)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    transition_vocab_size: int = Field(ge=257, le=MAX_VOCAB, description="where the second stage begins")
+
+
 class TrainingSpec(BaseModel):
     """A complete training spec; `None` on the optional fields means "the library default"."""
 
@@ -99,6 +108,9 @@ class TrainingSpec(BaseModel):
     counting: Counting = "streamed"
     # Extend a byte-level BPE (a version of the team's or a reference) with merges learned on the
     # training corpora: its tokens keep their ids, new ones follow (tokenmill.jobs.extension).
+    superword: SuperwordSpec | None = Field(None, description=(
+        'SuperBPE: {"transition_vocab_size": t}: merges up to t as usual, then merges across whitespace '
+        "(spans between punctuation and newlines); byte-level bpe on library tokenmill"))
     base: BaseSpec | None = Field(None, description=(
         'Extend a byte-level BPE: {"tokenizer": NAME, "version": N} or {"reference": "gpt2" | "cl100k" | "o200k"}; '
         "every base token keeps its id, the new merges take the ids after"))
@@ -270,6 +282,8 @@ def _check_combination(spec: TrainingSpec) -> None:
         _refuse(*why)
     if spec.counting == "distributed":
         _check_distributed(spec)
+    if spec.superword is not None:
+        _check_superword(spec)
     if spec.byte_level and spec.byte_fallback:
         _refuse("byte_fallback", "a byte-level vocabulary already covers every byte; drop byte_fallback")
     if spec.byte_level and spec.algorithm != "bpe":
@@ -281,6 +295,17 @@ def _check_combination(spec: TrainingSpec) -> None:
     if spec.end_of_word_suffix and (spec.algorithm != "bpe" or spec.library != "tokenizers" or spec.byte_level
                                     or spec.pre_tokenizer != "whitespace"):
         _refuse("end_of_word_suffix", "applies to character-level bpe on tokenizers with the whitespace pre_tokenizer")
+
+
+def _check_superword(spec: TrainingSpec) -> None:
+    assert spec.superword is not None
+    if spec.library != "tokenmill" or spec.algorithm != "bpe" or not spec.byte_level:
+        _refuse("superword", "superword merges are learned by tokenmill's rule on byte-level bpe: set library 'tokenmill'")
+    if spec.normalization != "none" or spec.lowercase or spec.split_digits or spec.counting != "streamed":
+        _refuse("superword", "superword versions are read by tiktoken too: no normalization, lowercase, split_digits "
+                             "or distributed counting")
+    if not spec.superword.transition_vocab_size < spec.vocab_size:
+        _refuse("superword", f"transition_vocab_size must be below vocab_size ({spec.vocab_size})")
 
 
 def _check_parity(spec: TrainingSpec) -> None:

@@ -43,6 +43,10 @@ HELP = {
     "parity_dev_lines": "With parity: how many first lines of each language's corpus form the parallel dev set.",
     "sampling": 'Defaults of sampled encodes, as JSON: {"dropout": 0.1} for bpe or {"alpha": 0.1, "nbest_size": -1} '
                 "for unigram; empty for none.",
+    "superword": 'SuperBPE, as JSON: {"transition_vocab_size": 20000}: merges up to it as usual, then merges across '
+                 "spaces (library tokenmill).",
+    "base": 'Extend a byte-level BPE without moving its ids, as JSON: {"reference": "gpt2"} or '
+            '{"tokenizer": "name", "version": 1}; vocab_size above the base\'s.',
     "counting": "distributed: cut the corpora into byte ranges counted by many workers, then learn from the merged "
                 "counts (rustbpe, tokenmill or sentencepiece; pieces rarer than min_frequency dropped).",
 }

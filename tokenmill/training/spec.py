@@ -4,10 +4,11 @@
 a version records exactly what trained it) or raises InvalidInput naming the field.
 """
 
+import json
 import unicodedata
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from tokenmill.encoding.subword_sampling import SamplingDefaults
@@ -41,6 +42,16 @@ REGEX_PROBE_REPEAT = 3000
 REGEX_PROBES = ("a" * 3000 + "!", " " * 3000 + "x", "1" * 3000 + "a", ("ab " * 1000) + "\n\u00e9")
 
 
+def json_object(value: Any) -> Any:
+    """A nested spec field given as JSON text (the job form posts strings) read as its object."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise PydanticCustomError("json_object", "is not a JSON object") from None
+    return value
+
+
 class BaseSpec(BaseModel):
     """What a spec extends: a version of the team's (`tokenizer`, `version`: latest when left out)
     or a reference (`reference`). `vocab_size` is the base's, filled in at submission."""
@@ -51,6 +62,11 @@ class BaseSpec(BaseModel):
     version: int | None = Field(None, ge=1, le=MAX_INT)
     reference: Literal["gpt2", "cl100k", "o200k"] | None = None
     vocab_size: int | None = Field(None, ge=1, le=MAX_VOCAB, description="the base's size (filled in at submission)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_json_text(cls, value: Any) -> Any:
+        return json_object(value)
 
     @property
     def label(self) -> str:
@@ -64,6 +80,11 @@ class SuperwordSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     transition_vocab_size: int = Field(ge=257, le=MAX_VOCAB, description="where the second stage begins")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_json_text(cls, value: Any) -> Any:
+        return json_object(value)
 
 
 class TrainingSpec(BaseModel):

@@ -1,0 +1,222 @@
+"""The neighbour stack: an API (`tokenmill serve`), a worker (`--concurrency 2`) and a beat as real
+processes on the run's PostgreSQL, Redis and S3 (no proxies), and the two teams that share it.
+
+Production's settings, except where a test must end in seconds or the shared machine must be
+spared: heartbeats every 2 s, silence after 20 s, a sweep every 5 s, a job's time limits at
+120/150 s (a job stuck in a regex holds its slot that long at most), a worker child's memory
+capped at 3 GiB, and no upload taken for stale (see ENV). The quotas and the encode sandbox keep
+their defaults, but for the attacker's storage quota, 256 MiB.
+
+Its Redis database is REDIS_DB_BASE + 4: tests/stack.py takes + 0, the time-limit test + 1, the
+fault stack + 2, distributed counting + 3.
+"""
+
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psutil
+import redis
+
+from tests import services
+from tests.conftest import make_team
+from tests.stack import process_env
+from tests.waiting import UNFINISHED, until
+from tokenmill.db import transaction
+from tokenmill.models import Team as TeamRow
+from tokenmill.quotas import set_quotas
+from tokenmill.teams import issue_key
+
+REDIS_DB = services.REDIS_DB_BASE + 4
+ENV = {
+    "TOKENMILL_HEARTBEAT_SECONDS": "2",
+    "TOKENMILL_SWEEP_SILENT_AFTER": "20",
+    "TOKENMILL_SWEEP_INTERVAL": "5",
+    "TOKENMILL_JOB_SOFT_TIME_LIMIT": "120",
+    "TOKENMILL_JOB_HARD_TIME_LIMIT": "150",
+    "TOKENMILL_JOB_MAX_MEMORY_BYTES": str(3 * 2**30),
+    # moto reports every multipart upload as initiated in 2010, so the reconciliation (every ten
+    # sweeps) would abort uploads in flight as stale: a grace of 30 years keeps them.
+    "TOKENMILL_ORPHAN_GRACE_SECONDS": str(30 * 365 * 86400),
+}
+LOG_TAIL = 4000  # characters of each process's log shown when the stack stops
+
+# The attacker's own split regex: it passes the submission probe (its slow input alternates two
+# classes, which the probe does not try) and backtracks on SLOW_SEGMENT, about 0.15 s of
+# Oniguruma each, under its retry limit (24 pairs would make Oniguruma give up instead).
+ATTACKER_REGEX = r"(([ab][cd])+)+e|\s+|[^\sabcde]+"
+SLOW_SEGMENT = "ac" * 22 + "!e "
+SLOW_LINE = SLOW_SEGMENT * 10  # ~1.5 s: within the 5 s an encode may take in the sandbox
+SLOW_LINES = 200  # a job training on them backtracks for minutes
+VICTIM_CORPUS = services.FIXTURES / "fortunes" / "deu_Latn.txt"  # 65 KB
+ATTACKER_CORPUS = services.FIXTURES / "code" / "python.txt"  # 96 KB
+SMALL_SPEC = {"vocab_size": 500}
+ATTACKER_STORAGE_BYTES = 256 * 2**20  # the operator's quota for the attacker: a 512 MiB corpus passes it
+IDLE_CPU_SECONDS = 0.1  # the worker's pool used less CPU than this in a second: it is idle
+
+
+class Stack:
+    """The running processes, and clients of the API."""
+
+    def __init__(self, base: str, api: subprocess.Popen, worker: subprocess.Popen) -> None:
+        self.base, self.api, self.worker = base, api, worker
+
+    def client(self, key: str, timeout: float = 60.0) -> httpx.Client:
+        return httpx.Client(base_url=self.base, headers={"Authorization": f"Bearer {key}"}, timeout=timeout)
+
+    def api_rss(self) -> int:
+        """The API process's resident bytes (its sandbox processes apart)."""
+        return psutil.Process(self.api.pid).memory_info().rss
+
+    def kill_worker_children(self) -> int:
+        """kill -9 the worker's pool processes (and theirs); Celery starts new ones."""
+        children = psutil.Process(self.worker.pid).children(recursive=True)
+        for child in children:
+            try:
+                child.kill()
+            except psutil.NoSuchProcess:
+                pass
+        return len(children)
+
+    def worker_idle(self) -> bool:
+        """Whether the worker's two pool processes are up and used (almost) no CPU for a second."""
+        children = psutil.Process(self.worker.pid).children(recursive=True)
+        if len(children) < 2:
+            return False
+        before = _cpu_seconds(children)
+        time.sleep(1.0)
+        return _cpu_seconds(children) - before < IDLE_CPU_SECONDS
+
+
+def _cpu_seconds(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+@contextmanager
+def neighbour_stack(settings, logs: Path) -> Iterator[Stack]:
+    """An API, a worker of concurrency 2 and a beat on the test services; their log tails are printed at the end."""
+    broker = settings.broker_url.rsplit("/", 1)[0] + f"/{REDIS_DB}"
+    redis.Redis.from_url(broker).flushdb()
+    env = {**process_env(settings, REDIS_DB), **ENV, "TOKENMILL_HOME": str(logs)}
+    tokenmill = [sys.executable, "-m", "tokenmill"]
+    port = services.free_port()
+    commands = {"worker": [*tokenmill, "worker", "--concurrency", "2"], "beat": [*tokenmill, "beat"],
+                "api": [*tokenmill, "serve", "--port", str(port)]}
+    outputs = {name: (logs / f"{name}.log").open("wb") for name in commands}
+    processes = {name: subprocess.Popen(command, env=env, stdout=outputs[name], stderr=subprocess.STDOUT)
+                 for name, command in commands.items()}
+    base = f"http://127.0.0.1:{port}"
+    try:
+        services.wait_for(lambda: httpx.get(f"{base}/healthz").status_code == 200, "tokenmill API", 60)
+        yield Stack(base, processes["api"], processes["worker"])
+    finally:
+        for process in processes.values():
+            process.terminate()
+        for process in processes.values():
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for name, output in outputs.items():
+            output.close()
+            print(f"neighbour {name} log tail:\n" + (logs / f"{name}.log").read_text(errors="replace")[-LOG_TAIL:])
+
+
+@dataclass(frozen=True)
+class Team:
+    """A team's prepared state: a corpus, and version 1 of a small tokenizer trained on it."""
+
+    id: uuid.UUID
+    corpus_id: str
+    tokenizer: str
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    attacker: Team
+    victim: Team
+    slow_corpus_id: str  # the attacker's corpus of SLOW_LINE, on which ATTACKER_REGEX backtracks
+
+
+def upload(client: httpx.Client, name: str, content: bytes, filename: str = "corpus.txt") -> str:
+    response = client.post("/v1/corpora", data={"name": name, "domain": "test", "language": "eng_Latn"},
+                           files={"file": (filename, content)})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def submit(client: httpx.Client, tokenizer: str, corpus_id: str, spec: dict) -> str:
+    response = client.post("/v1/jobs", json={"tokenizer": tokenizer, "spec": spec, "train_corpora": [corpus_id],
+                                             "eval_corpora": [corpus_id]})
+    assert response.status_code == 202, response.text
+    return response.json()["id"]
+
+
+def prepare(stack: Stack, sessionmaker) -> Neighbours:
+    """Two teams, each with a corpus and a trained version (both trained at once); the attacker's
+    splits with ATTACKER_REGEX and it also holds the corpus that regex backtracks on."""
+    (attacker, attacker_key), (victim, victim_key) = make_team(sessionmaker), make_team(sessionmaker)
+    with transaction(sessionmaker) as session:
+        set_quotas(session, attacker.id, {"storage_bytes": ATTACKER_STORAGE_BYTES})
+    with stack.client(attacker_key) as bad, stack.client(victim_key) as good:
+        corpus = upload(bad, "attacker-code", ATTACKER_CORPUS.read_bytes())
+        slow = upload(bad, "attacker-slow", (SLOW_LINE.rstrip() + "\n").encode() * SLOW_LINES)
+        victim_corpus = upload(good, "victim-fortunes", VICTIM_CORPUS.read_bytes())
+        jobs = [(bad, submit(bad, "attacker-bpe", corpus, {**SMALL_SPEC, "pre_tokenizer": "none",
+                                                            "pre_tokenizer_regex": ATTACKER_REGEX})),
+                (good, submit(good, "victim-bpe", victim_corpus, SMALL_SPEC))]
+        for client, job_id in jobs:
+            job = until(lambda: client.get(f"/v1/jobs/{job_id}").json(),
+                        lambda job: job["status"] not in ("queued", "running"), 180)
+            assert job["status"] == "succeeded", job
+    return Neighbours(Team(attacker.id, corpus, "attacker-bpe"), Team(victim.id, victim_corpus, "victim-bpe"), slow)
+
+
+def fresh_key(sessionmaker, team_id: uuid.UUID) -> str:
+    """Another API key of the team: each attack starts with a full rate bucket (they are per key)."""
+    with transaction(sessionmaker) as session:
+        return issue_key(session, session.get(TeamRow, team_id))
+
+
+def settle(stack: Stack, neighbours: Neighbours, attacker_key: str, victim_key: str, victim_job: str | None) -> None:
+    """After an attack: the attacker's jobs cancelled and its uploads deleted, the victim's job ended,
+    the worker idle. Work a cancel does not stop (a job stuck in a regex, an upload's statistics)
+    is ended by killing the worker's pool processes; Celery starts new ones."""
+    kept = {neighbours.attacker.corpus_id, neighbours.slow_corpus_id}
+    with stack.client(attacker_key) as bad:
+        for job in bad.get("/v1/jobs", params={"limit": 200}).json()["items"]:
+            if job["status"] in UNFINISHED:
+                bad.post(f"/v1/jobs/{job['id']}/cancel")
+        for corpus in bad.get("/v1/corpora", params={"limit": 200}).json()["items"]:
+            if corpus["id"] not in kept:
+                bad.delete(f"/v1/corpora/{corpus['id']}")
+    with stack.client(victim_key) as good:
+        def victim_done(timeout: float) -> bool:
+            if victim_job is None:
+                return True
+            path = f"/v1/jobs/{victim_job}"
+            try:
+                until(lambda: good.get(path).json(), lambda job: job["status"] not in UNFINISHED, timeout)
+            except AssertionError:
+                return False
+            return True
+
+        if not (victim_done(30) and stack.worker_idle()):
+            stack.kill_worker_children()
+            if not victim_done(60):  # killed mid-run: its row falls silent and the sweeper queues it again
+                good.post(f"/v1/jobs/{victim_job}/cancel")
+    until(lambda: stack.worker_idle(), bool, 60, every=0.5)

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         engine = make_engine(database_url)
         sessionmaker = make_sessionmaker(engine)
         try:
-            with neighbour_stack(settings, Path(logs)) as stack:
+            with neighbour_stack(settings, Path(logs), tail=0) as stack:
                 neighbours = prepare(stack, sessionmaker)
                 for make in chosen:
                     attacker_key = fresh_key(sessionmaker, neighbours.attacker.id)
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                     outcome = harness.run(stack, make(neighbours), neighbours, attacker_key, victim_key)
                     outcomes.append(outcome)
                     print(harness.table([outcome]).splitlines()[-1], flush=True)
-                    settle(stack, neighbours, attacker_key, victim_key, outcome.victim_job_id)
+                    settle(stack, neighbours, attacker_key, victim_key)
         finally:
             engine.dispose()
     harness.write_results(outcomes, args.json)

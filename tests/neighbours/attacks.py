@@ -26,6 +26,7 @@ FLAT_REGEX = "(?:a{{1000}}){{{}}}"  # .format(repeats): 1000 → a million a's
 NESTED_REGEX = "(?:(?:a{1000}){1000}){10}"
 QUEUED_JOBS = 20  # the default queued_jobs quota
 STUCK_JOBS = 2  # the worker's concurrency: both slots
+UPLOAD_TIMEOUT = 30.0  # the attacker stops waiting for an upload's answer (the stack is settled after)
 
 
 def job_body(tokenizer: str, corpus_id: str, spec: dict) -> dict:
@@ -115,7 +116,8 @@ def dashboard_uploads(neighbours: Neighbours) -> Attack:
         attacker.cue_after(2.0)
         attacker.flood(send, 40, ATTACK_SECONDS, count=40, client=client)
 
-    return Attack("40 dashboard uploads (POST /corpora) of a 5.6 KB zstd of 64 MiB", script=script)
+    return Attack("40 dashboard uploads (POST /corpora) of a 5.6 KB zstd of 64 MiB", script=script,
+                  request_timeout=UPLOAD_TIMEOUT)
 
 
 def api_uploads(neighbours: Neighbours) -> Attack:
@@ -125,7 +127,7 @@ def api_uploads(neighbours: Neighbours) -> Attack:
         return http.post("/v1/corpora", data=upload_fields(n), files={"file": ("bomb.txt.zst", bomb)})
 
     return Attack("8 POST /v1/corpora uploads of a 5.6 KB zstd of 64 MiB", send, concurrency=8, count=8,
-                  seconds=ATTACK_SECONDS)
+                  seconds=ATTACK_SECONDS, request_timeout=UPLOAD_TIMEOUT)
 
 
 def cost_report(neighbours: Neighbours) -> Attack:
@@ -160,7 +162,7 @@ def storage_bomb(neighbours: Neighbours) -> Attack:
         return http.post("/v1/corpora", data=upload_fields(n), files={"file": ("bomb.txt.zst", bomb)})
 
     return Attack("POST /v1/corpora, a 45 KB zstd of 512 MiB (storage quota 256 MiB)", send, concurrency=1, count=1,
-                  seconds=ATTACK_SECONDS, job_after=1.0)
+                  seconds=ATTACK_SECONDS, job_after=1.0, request_timeout=UPLOAD_TIMEOUT)
 
 
 def quotas(neighbours: Neighbours) -> Attack:

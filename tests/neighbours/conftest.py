@@ -33,22 +33,18 @@ def neighbours(noisy_stack, sessionmaker):
 @pytest.fixture
 def attempt(noisy_stack, neighbours, sessionmaker):
     """Run an attack (made from the neighbours) with fresh keys for both teams; the stack is settled after."""
-    runs = []
+    keys = []
 
     def run(make_attack) -> harness.Outcome:
-        attacker_key = fresh_key(sessionmaker, neighbours.attacker.id)
-        victim_key = fresh_key(sessionmaker, neighbours.victim.id)
-        runs.append((attacker_key, victim_key))
-        outcome = harness.run(noisy_stack, make_attack(neighbours), neighbours, attacker_key, victim_key,
-                              GIVE_UP_AFTER)
-        runs[-1] = (attacker_key, victim_key, outcome.victim_job_id)
+        keys.append((fresh_key(sessionmaker, neighbours.attacker.id), fresh_key(sessionmaker, neighbours.victim.id)))
+        outcome = harness.run(noisy_stack, make_attack(neighbours), neighbours, *keys[-1], GIVE_UP_AFTER)
         OUTCOMES.append(outcome)
         print(harness.table([outcome]))
         return outcome
 
     yield run
-    for attacker_key, victim_key, *job in runs:
-        settle(noisy_stack, neighbours, attacker_key, victim_key, job[0] if job else None)
+    for attacker_key, victim_key in keys:
+        settle(noisy_stack, neighbours, attacker_key, victim_key)
 
 
 def broken_goals(outcome: harness.Outcome) -> list[str]:

@@ -19,6 +19,7 @@ slot to come free was the victim's, or the one after it).
 
 import json
 import math
+import os
 import threading
 import time
 import uuid
@@ -36,7 +37,7 @@ READERS = 3
 THINK = 0.05  # seconds between one reader's requests
 ENCODE_EVERY = 1.0  # within the victim's own rate (2 a second, bursts of 20)
 VICTIM_TIMEOUT = 30.0
-JOB_START_SECONDS = 60.0  # how long the victim's job may wait to start before it counts as never
+JOB_START_SECONDS = 45.0  # how long the victim's job may wait to start before it counts as never
 JOB_POLL = 0.25
 VICTIM_JOB = {"vocab_size": 300}
 ENCODE_TEXT = "Der Junge spielt im Garten, und die Katze schläft in der Sonne."
@@ -164,7 +165,8 @@ class Victim:
         try:
             response = request()
         except httpx.HTTPError as exc:
-            self._fail(f"{what}: no answer in {time.perf_counter() - started:.1f} s ({type(exc).__name__})")
+            kind.append(time.perf_counter() - started)  # at least that long: a latency too
+            self._fail(f"{what}: no answer in {kind[-1]:.1f} s ({type(exc).__name__})")
             return None
         kind.append(time.perf_counter() - started)
         if not response.is_success:
@@ -182,12 +184,13 @@ class Victim:
 class Outcome:
     attack: str
     seconds: float
+    load_average: float  # the machine's, over the minute before the attack
     reads: Summary
     encodes: Summary
     victim_non_2xx: int  # victim requests not answered 2xx (no answer in VICTIM_TIMEOUT included)
     victim_failures: list[str]
     victim_job_id: str | None
-    job_wait_s: float | None  # None: not started within JOB_START_SECONDS
+    job_wait_s: float | None  # None: not started (within the attack's job_patience, or given up on)
     slots_waited: int | None  # the attacker's jobs that started while the victim's waited
     attacker: dict[str, int]  # the attacker's answers by status
     attacker_samples: dict[str, str]  # the first answer of each status other than 2xx
@@ -205,6 +208,7 @@ def run(stack: Stack, attack: Attack, neighbours: Neighbours, attacker_key: str,
     victim = Victim()
     quiet = threading.Event()  # the attack is over and the victim's job settled: the victim stops
     peak = stack.api_rss()
+    load = round(os.getloadavg()[0], 1)
     started = time.monotonic()
 
     def attack_thread() -> None:
@@ -238,9 +242,11 @@ def run(stack: Stack, attack: Attack, neighbours: Neighbours, attacker_key: str,
     seconds = time.monotonic() - started
     with stack.client(attacker_key) as http:
         wait, slots = job_wait(http, victim.job)
-    return Outcome(attack.name, round(seconds, 1), Summary.of(victim.reads), Summary.of(victim.encodes),
-                   victim.failed, victim.failures, victim.job and victim.job["id"], wait, slots, dict(sorted(attacker.statuses.items())),
-                   attacker.samples, round(peak / 2**20))
+    return Outcome(attack=attack.name, seconds=round(seconds, 1), load_average=load, reads=Summary.of(victim.reads),
+                   encodes=Summary.of(victim.encodes), victim_non_2xx=victim.failed, victim_failures=victim.failures,
+                   victim_job_id=victim.job and victim.job["id"], job_wait_s=wait, slots_waited=slots,
+                   attacker=dict(sorted(attacker.statuses.items())), attacker_samples=attacker.samples,
+                   api_peak_rss_mib=round(peak / 2**20))
 
 
 def _read(stack: Stack, key: str, victim: Victim, quiet: threading.Event) -> None:
@@ -307,12 +313,14 @@ def write_results(outcomes: list[Outcome], path: Path) -> None:
 
 
 def table(outcomes: list[Outcome]) -> str:
-    """The README's table: attack → the victim's read p50/p99/max, non-2xx, encode max, job wait."""
+    """The README's table: attack → the victim's reads, failures, encodes and job wait; the attacker's answers."""
     rows = ["| attack | victim read p50 / p99 / max (ms) | victim non-2xx | victim encode max (ms) | "
-            "victim job wait (s, slots) | attacker's answers |", "|---|---|---|---|---|---|"]
+            "victim job wait (s; attacker jobs started first) | attacker's answers | API peak RSS (MiB) | load |",
+            "|---|---|---|---|---|---|---|---|"]
     for o in outcomes:
         wait = "not started" if o.job_wait_s is None else f"{o.job_wait_s:g}"
         answers = ", ".join(f"{status}×{n}" for status, n in o.attacker.items())
         rows.append(f"| {o.attack} | {o.reads.p50_ms} / {o.reads.p99_ms} / {o.reads.max_ms} | {o.victim_non_2xx} | "
-                    f"{o.encodes.max_ms} | {wait} ({o.slots_waited}) | {answers} |")
+                    f"{o.encodes.max_ms} | {wait}; {o.slots_waited} | {answers} | {o.api_peak_rss_mib:g} | "
+                    f"{o.load_average:g} |")
     return "\n".join(rows)

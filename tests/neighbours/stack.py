@@ -52,8 +52,8 @@ LOG_TAIL = 4000  # characters of each process's log shown when the stack stops
 # Oniguruma each, under its retry limit (24 pairs would make Oniguruma give up instead).
 ATTACKER_REGEX = r"(([ab][cd])+)+e|\s+|[^\sabcde]+"
 SLOW_SEGMENT = "ac" * 22 + "!e "
-SLOW_LINE = SLOW_SEGMENT * 10  # ~1.5 s: within the 5 s an encode may take in the sandbox
-SLOW_LINES = 200  # a job training on them backtracks for minutes
+SLOW_LINE = SLOW_SEGMENT * 4  # ~0.6 s, well within the 5 s an encode may take in the sandbox, even loaded
+SLOW_LINES = 1000  # a job training on them backtracks for minutes
 VICTIM_CORPUS = services.FIXTURES / "fortunes" / "deu_Latn.txt"  # 65 KB
 ATTACKER_CORPUS = services.FIXTURES / "code" / "python.txt"  # 96 KB
 SMALL_SPEC = {"vocab_size": 500}
@@ -62,21 +62,50 @@ IDLE_CPU_SECONDS = 0.1  # the worker's pool used less CPU than this in a second:
 
 
 class Stack:
-    """The running processes, and clients of the API."""
+    """The running processes (API, worker, beat), clients of the API, and what settles them."""
 
-    def __init__(self, base: str, api: subprocess.Popen, worker: subprocess.Popen) -> None:
-        self.base, self.api, self.worker = base, api, worker
+    def __init__(self, env: dict[str, str], logs: Path) -> None:
+        self.env, self.logs = env, logs
+        port = services.free_port()
+        self.base = f"http://127.0.0.1:{port}"
+        tokenmill = [sys.executable, "-m", "tokenmill"]
+        self.commands = {"worker": [*tokenmill, "worker", "--concurrency", "2"], "beat": [*tokenmill, "beat"],
+                         "api": [*tokenmill, "serve", "--port", str(port)]}
+        self.processes: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str) -> None:
+        with (self.logs / f"{name}.log").open("ab") as log:
+            self.processes[name] = subprocess.Popen(self.commands[name], env=self.env, stdout=log,
+                                                    stderr=subprocess.STDOUT)
+        if name == "api":
+            services.wait_for(lambda: httpx.get(f"{self.base}/healthz").status_code == 200, "tokenmill API", 60)
+
+    def stop(self, name: str) -> None:
+        process = self.processes.pop(name)
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
     def client(self, key: str, timeout: float = 60.0) -> httpx.Client:
         return httpx.Client(base_url=self.base, headers={"Authorization": f"Bearer {key}"}, timeout=timeout)
 
     def api_rss(self) -> int:
         """The API process's resident bytes (its sandbox processes apart)."""
-        return psutil.Process(self.api.pid).memory_info().rss
+        return psutil.Process(self.processes["api"].pid).memory_info().rss
+
+    def api_idle(self) -> bool:
+        """Whether the API process (its sandbox processes apart) used (almost) no CPU for a second."""
+        return _idle([psutil.Process(self.processes["api"].pid)])
+
+    def worker_children(self) -> list[psutil.Process]:
+        return psutil.Process(self.processes["worker"].pid).children(recursive=True)
 
     def kill_worker_children(self) -> int:
         """kill -9 the worker's pool processes (and theirs); Celery starts new ones."""
-        children = psutil.Process(self.worker.pid).children(recursive=True)
+        children = self.worker_children()
         for child in children:
             try:
                 child.kill()
@@ -86,12 +115,14 @@ class Stack:
 
     def worker_idle(self) -> bool:
         """Whether the worker's two pool processes are up and used (almost) no CPU for a second."""
-        children = psutil.Process(self.worker.pid).children(recursive=True)
-        if len(children) < 2:
-            return False
-        before = _cpu_seconds(children)
-        time.sleep(1.0)
-        return _cpu_seconds(children) - before < IDLE_CPU_SECONDS
+        children = self.worker_children()
+        return len(children) >= 2 and _idle(children)
+
+
+def _idle(processes: list[psutil.Process]) -> bool:
+    before = _cpu_seconds(processes)
+    time.sleep(1.0)
+    return _cpu_seconds(processes) - before < IDLE_CPU_SECONDS
 
 
 def _cpu_seconds(processes: list[psutil.Process]) -> float:
@@ -106,34 +137,20 @@ def _cpu_seconds(processes: list[psutil.Process]) -> float:
 
 
 @contextmanager
-def neighbour_stack(settings, logs: Path) -> Iterator[Stack]:
-    """An API, a worker of concurrency 2 and a beat on the test services; their log tails are printed at the end."""
-    broker = settings.broker_url.rsplit("/", 1)[0] + f"/{REDIS_DB}"
-    redis.Redis.from_url(broker).flushdb()
-    env = {**process_env(settings, REDIS_DB), **ENV, "TOKENMILL_HOME": str(logs)}
-    tokenmill = [sys.executable, "-m", "tokenmill"]
-    port = services.free_port()
-    commands = {"worker": [*tokenmill, "worker", "--concurrency", "2"], "beat": [*tokenmill, "beat"],
-                "api": [*tokenmill, "serve", "--port", str(port)]}
-    outputs = {name: (logs / f"{name}.log").open("wb") for name in commands}
-    processes = {name: subprocess.Popen(command, env=env, stdout=outputs[name], stderr=subprocess.STDOUT)
-                 for name, command in commands.items()}
-    base = f"http://127.0.0.1:{port}"
+def neighbour_stack(settings, logs: Path, tail: int = LOG_TAIL) -> Iterator[Stack]:
+    """An API, a worker of concurrency 2 and a beat on the test services; the last `tail` characters
+    of each one's log are printed at the end."""
+    redis.Redis.from_url(settings.broker_url.rsplit("/", 1)[0] + f"/{REDIS_DB}").flushdb()
+    stack = Stack({**process_env(settings, REDIS_DB), **ENV, "TOKENMILL_HOME": str(logs)}, logs)
     try:
-        services.wait_for(lambda: httpx.get(f"{base}/healthz").status_code == 200, "tokenmill API", 60)
-        yield Stack(base, processes["api"], processes["worker"])
+        for name in ("worker", "beat", "api"):
+            stack.start(name)
+        yield stack
     finally:
-        for process in processes.values():
-            process.terminate()
-        for process in processes.values():
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        for name, output in outputs.items():
-            output.close()
-            print(f"neighbour {name} log tail:\n" + (logs / f"{name}.log").read_text(errors="replace")[-LOG_TAIL:])
+        for name in list(stack.processes):
+            stack.stop(name)
+        for name in stack.commands if tail else ():
+            print(f"neighbour {name} log tail:\n" + (logs / f"{name}.log").read_text(errors="replace")[-tail:])
 
 
 @dataclass(frozen=True)
@@ -192,31 +209,41 @@ def fresh_key(sessionmaker, team_id: uuid.UUID) -> str:
         return issue_key(session, session.get(TeamRow, team_id))
 
 
-def settle(stack: Stack, neighbours: Neighbours, attacker_key: str, victim_key: str, victim_job: str | None) -> None:
-    """After an attack: the attacker's jobs cancelled and its uploads deleted, the victim's job ended,
-    the worker idle. Work a cancel does not stop (a job stuck in a regex, an upload's statistics)
-    is ended by killing the worker's pool processes; Celery starts new ones."""
+def settle(stack: Stack, neighbours: Neighbours, attacker_key: str, victim_key: str) -> None:
+    """After an attack: the API idle, the attacker's jobs cancelled and its uploads deleted, the victim's
+    jobs ended, the worker idle. Work that outlives its request (an upload the client gave up on) is
+    ended by restarting the API; work a cancel does not stop (a job stuck in a regex, an upload's
+    statistics), by killing the worker's pool processes, which Celery starts again."""
+    if not eventually(stack.api_idle, 10):
+        stack.stop("api")
+        stack.start("api")
     kept = {neighbours.attacker.corpus_id, neighbours.slow_corpus_id}
     with stack.client(attacker_key) as bad:
-        for job in bad.get("/v1/jobs", params={"limit": 200}).json()["items"]:
-            if job["status"] in UNFINISHED:
-                bad.post(f"/v1/jobs/{job['id']}/cancel")
+        for job in unfinished(bad):
+            bad.post(f"/v1/jobs/{job['id']}/cancel")
         for corpus in bad.get("/v1/corpora", params={"limit": 200}).json()["items"]:
             if corpus["id"] not in kept:
                 bad.delete(f"/v1/corpora/{corpus['id']}")
     with stack.client(victim_key) as good:
-        def victim_done(timeout: float) -> bool:
-            if victim_job is None:
-                return True
-            path = f"/v1/jobs/{victim_job}"
-            try:
-                until(lambda: good.get(path).json(), lambda job: job["status"] not in UNFINISHED, timeout)
-            except AssertionError:
-                return False
-            return True
-
-        if not (victim_done(30) and stack.worker_idle()):
+        if not (eventually(lambda: not unfinished(good), 10) and stack.worker_idle()):
             stack.kill_worker_children()
-            if not victim_done(60):  # killed mid-run: its row falls silent and the sweeper queues it again
-                good.post(f"/v1/jobs/{victim_job}/cancel")
-    until(lambda: stack.worker_idle(), bool, 60, every=0.5)
+            # A job killed mid-run falls silent, and the sweeper queues it again.
+            if not eventually(lambda: not unfinished(good), 60):
+                for job in unfinished(good):
+                    good.post(f"/v1/jobs/{job['id']}/cancel")
+    assert eventually(stack.worker_idle, 60), "the worker is still busy a minute after the attack"
+
+
+def unfinished(http: httpx.Client) -> list[dict]:
+    """The team's jobs still queued or running."""
+    return [job for job in http.get("/v1/jobs", params={"limit": 200}).json()["items"] if job["status"] in UNFINISHED]
+
+
+def eventually(check, seconds: float, every: float = 0.5) -> bool:
+    """Whether `check()` holds within `seconds` (asked every `every` seconds)."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every)
+    return True

@@ -9,7 +9,6 @@ it cached), the nested one ~3 GB, so the first is sent 8 times (8 variants) and 
 import random
 import string
 import time
-from collections.abc import Iterator
 from functools import cache
 
 import httpx
@@ -162,7 +161,7 @@ def storage_bomb(neighbours: Neighbours) -> Attack:
         return http.post("/v1/corpora", data=upload_fields(n), files={"file": ("bomb.txt.zst", bomb)})
 
     return Attack("POST /v1/corpora, a 45 KB zstd of 512 MiB (storage quota 256 MiB)", send, concurrency=1, count=1,
-                  seconds=ATTACK_SECONDS, job_after=1.0, request_timeout=UPLOAD_TIMEOUT)
+                  seconds=ATTACK_SECONDS, job_after=1.0, request_timeout=2 * UPLOAD_TIMEOUT)
 
 
 def quotas(neighbours: Neighbours) -> Attack:
@@ -195,11 +194,6 @@ def cancelled_backtracking(neighbours: Neighbours) -> Attack:
 
     return Attack("a regex that backtracks on the training text (both slots), cancelled", script=script,
                   job_patience=30.0)
-
-
-def every_attack(neighbours: Neighbours) -> Iterator[Attack]:
-    for make in ATTACKS:
-        yield make(neighbours)
 
 
 ATTACKS = (compiled_regex, compiled_nested_regex, version_replay, bpe_corpus, dashboard_uploads, api_uploads,

@@ -8,7 +8,8 @@ moto's S3 server of its own on free loopback ports), the neighbour stack on them
 (tests/neighbours/stack.py: an API, a worker of concurrency 2 and a beat), two teams with a
 corpus and a small trained version each, then runs each attack of tests/neighbours/attacks.py
 in turn through the suite's harness, settling the stack between attacks (about 4 minutes on
-2 cores; longer while attacks still win). Writes every figure to build/neighbours.json.
+2 cores; longer while attacks still win). Writes every figure to build/neighbours.json, and
+the processes' logs to build/neighbours-logs/.
 
     .venv/bin/python -m benchmarks.noisy_neighbours
     .venv/bin/python -m benchmarks.noisy_neighbours --only bpe_corpus cost_report
@@ -16,8 +17,8 @@ in turn through the suite's harness, settling the stack between attacks (about 4
 
 import argparse
 import os
+import shutil
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -34,12 +35,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="+", choices=list(BY_NAME), help="only these attacks, in the usual order")
     parser.add_argument("--json", type=Path, default=services.REPO / "build" / "neighbours.json")
+    parser.add_argument("--logs", type=Path, default=services.REPO / "build" / "neighbours-logs")
     args = parser.parse_args(argv)
     chosen = [make for make in attacks.ATTACKS if not args.only or make.__name__ in args.only]
     print(f"{len(chosen)} attack(s); load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores", flush=True)
     outcomes = []
+    shutil.rmtree(args.logs, ignore_errors=True)
+    args.logs.mkdir(parents=True)
     with (services.postgres_database() as database_url, services.redis_server() as broker_url,
-          services.s3_server() as s3_endpoint, tempfile.TemporaryDirectory() as logs):
+          services.s3_server() as s3_endpoint):
         bucket = "tokenmill-bench"
         services.make_bucket(s3_endpoint, bucket)
         settings = Settings(database_url=database_url, broker_url=broker_url,
@@ -48,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         engine = make_engine(database_url)
         sessionmaker = make_sessionmaker(engine)
         try:
-            with neighbour_stack(settings, Path(logs), tail=0) as stack:
+            with neighbour_stack(settings, args.logs, tail=0) as stack:
                 neighbours = prepare(stack, sessionmaker)
                 for make in chosen:
                     attacker_key = fresh_key(sessionmaker, neighbours.attacker.id)

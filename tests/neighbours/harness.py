@@ -192,6 +192,7 @@ class Outcome:
     victim_job_id: str | None
     job_wait_s: float | None  # None: not started (within the attack's job_patience, or given up on)
     slots_waited: int | None  # the attacker's jobs that started while the victim's waited
+    jobs_ahead: int | None  # the attacker's jobs queued or running when the victim's was queued
     attacker: dict[str, int]  # the attacker's answers by status
     attacker_samples: dict[str, str]  # the first answer of each status other than 2xx
     api_peak_rss_mib: float
@@ -241,10 +242,11 @@ def run(stack: Stack, attack: Attack, neighbours: Neighbours, attacker_key: str,
         thread.join()
     seconds = time.monotonic() - started
     with stack.client(attacker_key) as http:
-        wait, slots = job_wait(http, victim.job)
+        wait, slots, ahead = job_wait(http, victim.job)
     return Outcome(attack=attack.name, seconds=round(seconds, 1), load_average=load, reads=Summary.of(victim.reads),
                    encodes=Summary.of(victim.encodes), victim_non_2xx=victim.failed, victim_failures=victim.failures,
                    victim_job_id=victim.job and victim.job["id"], job_wait_s=wait, slots_waited=slots,
+                   jobs_ahead=ahead,
                    attacker=dict(sorted(attacker.statuses.items())), attacker_samples=attacker.samples,
                    api_peak_rss_mib=round(peak / 2**20))
 
@@ -292,18 +294,21 @@ def _job(stack: Stack, key: str, neighbours: Neighbours, victim: Victim, attacke
                     return  # already more than one slot: the outcome is known
 
 
-def job_wait(attacker: httpx.Client, job: dict | None) -> tuple[float | None, int | None]:
-    """Seconds from the victim's job being queued to its start (None: not started), and how many of the
-    attacker's jobs started in between (read with the attacker's client)."""
+def job_wait(attacker: httpx.Client, job: dict | None) -> tuple[float | None, int | None, int | None]:
+    """Seconds from the victim's job being queued to its start (None: not started); how many of the
+    attacker's jobs started in between; and how many were ahead of it (queued or running when it was
+    queued), read with the attacker's client."""
     if job is None:
-        return None, None
+        return None, None, None
     queued = datetime.fromisoformat(job["created_at"])
     started = datetime.fromisoformat(job["started_at"]) if job["started_at"] else None
-    jobs = attacker.get("/v1/jobs", params={"limit": 100}).json()["items"]
+    jobs = attacker.get("/v1/jobs", params={"limit": 200}).json()["items"]
     starts = [datetime.fromisoformat(j["started_at"]) for j in jobs if j["started_at"]]
     overtaking = [when for when in starts if queued < when and (started is None or when < started)]
+    ahead = [j for j in jobs if datetime.fromisoformat(j["created_at"]) < queued
+             and (j["finished_at"] is None or queued < datetime.fromisoformat(j["finished_at"]))]
     wait = None if started is None else round((started - queued).total_seconds(), 1)
-    return wait, len(overtaking)
+    return wait, len(overtaking), len(ahead)
 
 
 def write_results(outcomes: list[Outcome], path: Path) -> None:

@@ -13,6 +13,13 @@ def refused(outcome, *statuses: str) -> list[str]:
     return [f"the attacker was never answered {' or '.join(statuses)}: {outcome.attacker}"]
 
 
+def held_the_worker(outcome, jobs: int) -> list[str]:
+    """The check that the attack was one: that many of the attacker's jobs were ahead of the victim's."""
+    if (outcome.jobs_ahead or 0) >= jobs:
+        return []
+    return [f"only {outcome.jobs_ahead} of the attacker's jobs were ahead of the victim's (the attack needs {jobs})"]
+
+
 def test_compiling_a_huge_regex_at_submission(attempt):
     outcome = attempt(attacks.compiled_regex)
     assert not broken_goals(outcome), "\n".join(broken_goals(outcome))
@@ -50,7 +57,8 @@ def test_the_cost_report_in_a_loop(attempt):
 
 def test_twenty_queued_jobs_then_the_victims(attempt):
     outcome = attempt(attacks.queued_jobs)
-    assert not broken_goals(outcome), "\n".join(broken_goals(outcome))
+    problems = broken_goals(outcome) + held_the_worker(outcome, attacks.QUEUED_JOBS // 2)
+    assert not problems, "\n".join(problems)
 
 
 def test_a_bomb_past_the_storage_quota_is_refused(attempt):
@@ -63,13 +71,14 @@ def test_a_bomb_past_the_storage_quota_is_refused(attempt):
 
 def test_the_rate_limit_and_the_queued_jobs_quota_answer_the_flood(attempt):
     outcome = attempt(attacks.quotas)
-    problems = broken_goals(outcome) + refused(outcome, "429") + refused(outcome, "409")
+    problems = (broken_goals(outcome) + refused(outcome, "429") + refused(outcome, "409")
+                + held_the_worker(outcome, attacks.QUEUED_JOBS // 2))
     assert not problems, "\n".join(problems)
 
 
 def test_cancelling_jobs_stuck_in_their_regex_frees_their_slots(attempt):
     outcome = attempt(attacks.cancelled_backtracking)
-    problems = broken_goals(outcome)
+    problems = broken_goals(outcome) + held_the_worker(outcome, attacks.STUCK_JOBS)
     if outcome.attacker.get("200", 0) < attacks.STUCK_JOBS:  # the cancels
         problems.append(f"the cancels were not all answered 200: {outcome.attacker}")
     assert not problems, "\n".join(problems)

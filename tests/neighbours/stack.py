@@ -198,7 +198,7 @@ def prepare(stack: Stack, sessionmaker) -> Neighbours:
                 (good, submit(good, "victim-bpe", victim_corpus, SMALL_SPEC))]
         for client, job_id in jobs:
             job = until(lambda: client.get(f"/v1/jobs/{job_id}").json(),
-                        lambda job: job["status"] not in ("queued", "running"), 180)
+                        lambda job: job["status"] not in UNFINISHED, 180)
             assert job["status"] == "succeeded", job
     return Neighbours(Team(attacker.id, corpus, "attacker-bpe"), Team(victim.id, victim_corpus, "victim-bpe"), slow)
 

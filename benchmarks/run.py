@@ -57,6 +57,10 @@ FIGURES = (
     Figure("distributed_counting", "benchmarks.distributed_counting", ("--mb", "100"),
            ("--mb", "0.3", "--vocab", "1000", "--part-mb", "0.1"),
            "Distributed counting: parts counted by several processes, merges learned from the counts (issue 12, item 4)"),
+    Figure("regex_limit", "benchmarks.regex_limit", ("--mb", "10", "--rounds", "3"), ("--mb", "1", "--rounds", "1"),
+           "A custom regex's time per document: what the bound costs (issue 20, item 3)"),
+    Figure("noisy_neighbours", "benchmarks.noisy_neighbours", (), ("--only", "bpe_corpus", "quotas"),
+           "Noisy neighbours: one team attacks, another reads (issue 20, item 8)"),
 )
 BY_NAME = {figure.name: figure for figure in FIGURES}
 

@@ -10,6 +10,7 @@
     ├── OverQuota           409  the team is at one of its quotas (names it, its limit and its use)
     │   └── RateLimited     429  the API key spent its token bucket: try again after `retry_after` seconds
     └── Busy                503  a bounded resource is taken: try again after `retry_after` seconds
+        └── ShareBusy       429  the team's own share of it is taken (its other requests): its rate, not an outage
 
 Each error says what its problem+json adds: `fields()` (beyond detail and field) and `headers()`.
 """
@@ -102,3 +103,10 @@ class Busy(TokenmillError):
     def __init__(self, detail: str, retry_after: int) -> None:
         super().__init__(detail)
         self.retry_after = retry_after
+
+
+class ShareBusy(Busy):
+    """The team's own share of a bounded pool is taken by its other requests: a 429, like a rate."""
+
+    status = 429
+    title = "Too many requests"

@@ -2,6 +2,8 @@
 (service/downloads.py), the encode playground and the cost report."""
 
 import json
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -30,7 +32,7 @@ from tokenmill.evaluation.reports import version_curve, version_evaluations
 from tokenmill.evaluation.runs import submit_run
 from tokenmill.jobs.submission import check_tokenizer_name
 from tokenmill.models import Team, TokenizerVersion
-from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
+from tokenmill.playground.cost_report import combine, evaluations_stamp, measured_costs, probed_costs
 from tokenmill.playground.encode import encode_with_version
 from tokenmill.playground.scripts import vocabulary_report
 from tokenmill.versions.imports import import_version, parsed_import
@@ -167,9 +169,39 @@ def encode(request: Request, body: EncodeIn, session: SessionDep, store: StoreDe
 def read_report(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str, version: str):
     """What the version costs next to GPT-2, cl100k_base and o200k_base (tokenmill.playground.cost_report)."""
     row = get_version(session, team, name, version)
+    key = (row.id, evaluations_stamp(session, team))
+    if (kept := _REPORTS.get(key)) is not None:
+        return Response(kept, media_type="application/json")
     measured = measured_costs(session, store, team, row)
     session.commit()  # the probes' sandbox encodes may take their time limit: hold no database connection meanwhile
-    return combine(measured, probed_costs(store, row))
+    report = CostReportOut.model_validate(combine(measured, probed_costs(store, row)))
+    body = report.model_dump_json().encode()
+    if not report.unavailable:  # a probe cut short is tried again next time
+        _REPORTS.put(key, body)
+    return Response(body, media_type="application/json")
+
+
+class _Kept:
+    """The last few reports as sent: a report asked for in a loop is bytes, not a computation."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self._items = size, OrderedDict[tuple[Any, ...], bytes]()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> bytes | None:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+            return self._items.get(key)
+
+    def put(self, key: tuple[Any, ...], body: bytes) -> None:
+        with self._lock:
+            self._items[key] = body
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+_REPORTS = _Kept(64)
 
 
 @router.get("/{name}/versions/{version}/vocabulary", response_model=VocabularyOut)

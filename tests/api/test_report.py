@@ -188,8 +188,11 @@ def test_a_version_whose_encodes_fail_keeps_its_measured_sections(client, monkey
     def cut_short(store, version, text):
         raise InvalidInput("'text': the tokenizer's pre-tokenization regex took longer than 5s", field="text")
 
+    from service.routes import tokenizers
+
     encode = cost_report.encode_with_version
     monkeypatch.setattr(cost_report, "_CACHE", type(cost_report._CACHE)())  # nothing probed yet
+    monkeypatch.setattr(tokenizers, "_REPORTS", type(tokenizers._REPORTS)(64))  # nor answered
     monkeypatch.setattr(cost_report, "encode_with_version", cut_short)
     body = client.get(URL).json()
     assert "took longer" in body["unavailable"]["version"]

@@ -97,9 +97,9 @@ def test_a_full_pool_answers_busy_and_one_owner_cannot_take_it_all(catastrophic_
         slow = threading.Thread(target=slow_encode)
         slow.start()
         time.sleep(0.5)
-        with pytest.raises(Busy) as busy:  # team a holds its share (half the pool)
+        with pytest.raises(Busy) as busy:  # team a holds its share (half the pool): its own rate, a 429
             pool.encode("v1:sha", "more", lambda: tokenizer_json, owner="a")
-        assert busy.value.status == 503 and busy.value.retry_after >= 4
+        assert busy.value.status == 429 and busy.value.retry_after >= 4
         assert pool.encode("v1:sha", "the garden", lambda: tokenizer_json, owner="b")[0]  # team b is served
         slow.join()
         assert len(outcome) == 1
@@ -114,5 +114,17 @@ def test_an_idle_process_killed_from_outside_is_replaced(tokenizer_json):
         pool._idle[0].process.kill()
         pool._idle[0].process.wait()
         assert pool.encode("v1:sha", "again", lambda: tokenizer_json)[0]
+    finally:
+        pool.close()
+
+
+def test_sandbox_processes_yield_the_cores(tokenizer_json):
+    import psutil
+
+    pool = Sandbox(timeout=5, size=1, warm=1)
+    try:
+        assert pool.encode("v1:sha", "warm", lambda: tokenizer_json)[0]
+        child = psutil.Process(pool._idle[0].process.pid)
+        assert child.nice() >= psutil.Process().nice() + 10
     finally:
         pool.close()

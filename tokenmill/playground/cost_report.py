@@ -88,11 +88,16 @@ def measured_costs(session: Session, store: ObjectStore, team: Team, row: Tokeni
     """The sections read from stored evaluations: language tax, continued words, ghost tokens.
     Kept until the team's evaluations change (reading every evaluation's token counts is the
     report's cost: a report asked for in a loop must not pay it each time)."""
+    key = ("measured", row.id, evaluations_stamp(session, team))
+    return _cached(key, lambda: _measured_costs(session, store, team, row))
+
+
+def evaluations_stamp(session: Session, team: Team) -> str:
+    """What changes when the team's evaluations do (one is added, or a corpus deleted with its own)."""
     count, newest = session.execute(
         select(func.count(Evaluation.id), func.max(Evaluation.created_at)).where(Evaluation.team_id == team.id)
     ).one()
-    key = ("measured", row.id, f"{count}:{newest}")
-    return _cached(key, lambda: _measured_costs(session, store, team, row))
+    return f"{count}:{newest}"
 
 
 def _measured_costs(session: Session, store: ObjectStore, team: Team, row: TokenizerVersion) -> dict[str, Any]:

@@ -83,7 +83,7 @@
     }
   }
 
-  // Jobs: poll each queued or running job every second; reload once one finishes.
+  // Jobs: poll each queued or running job every second (its row, or its page); reload once one finishes.
   function watchJobs(rows) {
     const finished = ["succeeded", "failed", "cancelled"];
     const tick = async () => {
@@ -173,11 +173,34 @@
     knobs.forEach((input) => input.addEventListener("input", () => { if (sample.checked) soon(); }));
   }
 
+  // Tables wider than their box scroll inside it: say so above each one, while it does.
+  function cueScrolling() {
+    const wraps = Array.from(document.querySelectorAll(".table-wrap"));
+    const cues = wraps.map((wrap) => {
+      const cue = document.createElement("p");
+      cue.className = "scroll-cue";
+      cue.hidden = true;
+      cue.textContent = "Scroll sideways in the table for more columns";
+      wrap.before(cue);
+      return cue;
+    });
+    const update = () => wraps.forEach((wrap, i) => {
+      const more = wrap.scrollWidth > wrap.clientWidth + 1;
+      wrap.classList.toggle("scrolls", more);
+      cues[i].hidden = !more;
+    });
+    update();
+    window.addEventListener("resize", update);
+    document.addEventListener("toggle", update, true);  // a <details> opened: its tables now have a width
+    document.addEventListener("change", update);  // "also show characters per token" widens the matrix
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
+    cueScrolling();
     document.getElementById("error-summary")?.focus();  // a refused form: start where the problem is told
     const upload = document.getElementById("upload-form");
     if (upload) enhanceUpload(upload);
-    const rows = Array.from(document.querySelectorAll("tr[data-job]"));
+    const rows = Array.from(document.querySelectorAll("[data-job]"));  // the jobs page's rows, a job page's facts
     if (rows.length) watchJobs(rows);
     const playground = document.querySelector("form.playground");
     if (playground) enhancePlayground(playground);

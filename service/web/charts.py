@@ -26,7 +26,7 @@ MARK = "#C0392B"  # regressions and other points that must stand out
 FONT_SIZE = 12
 FONT = f'font-family="system-ui, sans-serif" font-size="{FONT_SIZE}"'
 HALO = 'paint-order="stroke" stroke="#fff" stroke-width="3" stroke-linejoin="round"'  # text legible over lines
-CHAR_WIDTH = 6.6  # about how wide a character of FONT is, to lay out legends and value labels
+CHAR_WIDTH = 7.0  # about how wide a character of FONT is (digits and capitals, bold a little more), to lay out labels
 WIDE, NARROW = 600, 340  # the two drawings; app.css switches at 550 px of box (12 px text, drawn at 11 px or more)
 
 

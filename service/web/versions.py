@@ -179,9 +179,12 @@ def prefilled(store: ObjectStore, row: TokenizerVersion, target: TokenizerVersio
 def parity_context(session, team: Team, row: TokenizerVersion) -> dict[str, Any]:
     """What the page says of parity: whether the version is parity-aware, the twin trained the other
     way (and the two side by side per language of the training group), or how to train it."""
-    group = parallel_group(session, team, row)
-    other = twin(session, team, row)
-    return {"on": bool(row.spec.get("parity")), "group": group, "twin": other,
+    on = bool(row.spec.get("parity"))
+    # Only byte-level BPE trained by tokenizers can be parity-aware (README, the training spec).
+    could = row.spec.get("algorithm") == "bpe" and row.spec.get("library") == "tokenizers" and row.spec.get("byte_level")
+    group = parallel_group(session, team, row) if on or could else None
+    other = twin(session, team, row) if group else None
+    return {"on": on, "group": group, "twin": other,
             "rows": side_by_side(session, team, row, other, group) if other and group else [],
             "train_twin": f"/jobs/new?{twin_form_query(row)}" if group and not other and not row.lineage.get("imported")
             else None}

@@ -129,7 +129,7 @@ def test_text_stays_inside_each_drawing():
                       value_label="premium (tokens / tokens of the pivot language)", title="t", chart_id="b", reference=1.0)
     for size, width in (("wide", WIDE), ("narrow", NARROW)):
         for text in parse(chart, size).iter(f"{SVG}text"):
-            x, label = float(text.get("x")), "".join(text.itertext())
+            x, label = float(text.get("x")), text.text or ""  # a cut label's <title> holds it whole, not drawn
             extent = len(label) * CHAR_WIDTH
             start = x - extent / 2 if text.get("text-anchor") == "middle" else x - extent if text.get("text-anchor") == "end" else x
             assert start >= 0 and start + extent <= width + 1, (size, label)

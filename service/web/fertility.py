@@ -139,11 +139,14 @@ def split_notes(session, store, team, rows: list[dict[str, Any]], languages: set
 def fertility_page(request: Request, session: SessionDep, store: StoreDep, web: WebSessionDep,
                    tokenizer: Annotated[str | None, Query(max_length=200)] = None,
                    trend: Annotated[str | None, Query(max_length=200)] = None):
-    names = [row["name"] for row in list_names(session, web.team, Page(limit=MAX_LIMIT))[0]]
+    listed = list_names(session, web.team, Page(limit=MAX_LIMIT))[0]
+    names = [row["name"] for row in listed]
     tokenizer = tokenizer or None
     matrix = fertility_matrix(session, web.team, tokenizer, detailed=True)
     rows = matrix["rows"]
-    trend_name = tokenizer or (trend if trend in names else None) or (names[0] if names else None)
+    # The trend shown first is of a name with versions to compare, when one has.
+    several = next((row["name"] for row in listed if row["versions"] > 1), None)
+    trend_name = tokenizer or (trend if trend in names else None) or several or (names[0] if names else None)
     series = trend_series(rows, trend_name) if trend_name else []
     versions_compared = compared_versions(series)
     trend_chart = line_chart(series, Axis("version", integer=True), Axis("fertility (tokens per word)"),

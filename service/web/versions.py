@@ -1,5 +1,11 @@
 """The version page (spec, lineage, files, metrics, cost report, vocabulary curve, diff) and its playground.
 
+The cost report is the detailed one: each premium with its tokens, corpus-level premiums of
+parallel corpora whose lines do not align, said so, and notes where the version's split (or a
+reference's) cuts a language's words below what merges can mend (service.web.floors). A
+parity-aware version stands beside its plain twin (service.web.parity), or offers to train it.
+Every token reads as its own text (service.web.tokens).
+
 Downloads answer as the API's do (service/downloads.py), with the signed-in team, and the playground
 endpoints call `encode_with_version` / `encode_with_reference`, as POST .../encode does (a
 version's encode runs in tokenmill.encoding.sandbox, bounded: one cut short shows its reason in the

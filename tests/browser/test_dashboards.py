@@ -77,7 +77,7 @@ def test_sign_in_and_out(browse, team):
     page.goto("/jobs")
     page.wait_for_url("**/signin?next=%2Fjobs")
     assert_labelled(page)
-    screenshot(page, "signin")
+    screenshot(page, "flow-signin")
     page.get_by_label("API key").fill("tm_not-a-key")
     console.allow(401, "/signin")
     page.get_by_role("button", name="Sign in").click()
@@ -104,7 +104,7 @@ def test_upload_train_and_read_the_dashboards(browse, team, api, tmp_path):
     assert page.locator("#zipf .chart-wide circle").count() > 10
     statistics = api.get(f"/v1/corpora/{german}").json()["statistics"]
     assert page.locator('[data-stat="distinct_words"]').inner_text() == f"{statistics['distinct_words']:,}"
-    screenshot(page, "corpus")
+    screenshot(page, "flow-corpus")
 
     # A spec the API refuses is refused by the form with the same message, on the same field.
     fill_job_form(page, name, [english, german], 100)
@@ -130,12 +130,12 @@ def test_upload_train_and_read_the_dashboards(browse, team, api, tmp_path):
     assert cell.locator(".cpt").is_visible()
     assert page.locator("#trend .chart-wide polyline").count() == 1
     assert page.locator("#premium .chart-wide rect[data-subject]").count() >= 8
-    screenshot(page, "fertility")
+    screenshot(page, "flow-fertility")
 
     check_playground(page, api, name)
     assert int(page.locator("#diff-added-count").inner_text().replace(",", "")) > 0
     assert page.locator("#curve .chart-wide polyline").count() == 1  # one curve per version, on its evaluation corpora together
-    screenshot(page, "version")
+    screenshot(page, "flow-version")
 
     page.goto("/corpora")
     assert page.locator("#corpora-table tbody tr").count() == 2
@@ -144,7 +144,7 @@ def test_upload_train_and_read_the_dashboards(browse, team, api, tmp_path):
     phone, _ = browse(PHONE, key=team.key)
     phone.goto(f"/?tokenizer={name}")
     assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # tables scroll inside
-    screenshot(phone, "fertility-phone")
+    screenshot(phone, "flow-fertility-phone")
 
 
 def check_playground(page: Page, api, name: str) -> None:

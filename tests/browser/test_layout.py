@@ -18,7 +18,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import DESKTOP, PHONE, screenshot
+from tests.browser.conftest import DESKTOP, PHONE, SCREENSHOTS, screenshot
 from tests.services import FIXTURES
 from tests.waiting import finished, until
 from tokenmill.db import transaction
@@ -28,6 +28,10 @@ FLORES = FIXTURES / "parallel_flores200_dev"
 LAYOUT = Path(__file__).with_name("layout.js").read_text()
 LINES = 120
 WIDTHS = {"desktop": DESKTOP, "phone": PHONE}
+# The README's pictures (make docs): page → (file name, whole page?); the phone's get "-phone".
+SHOTS = {"fertility": ("fertility", True), "version": ("version", False), "job": ("job", True),
+         "jobs": ("jobs-list", True), "tokenizer": ("tokenizer", True), "new-job": ("new-job", True),
+         "corpus": ("corpus", True)}
 
 
 def lines(language: str, count: int, offset: int = 0) -> bytes:
@@ -113,8 +117,9 @@ def test_every_page_fits_at_both_widths(browse, team, site, width):
         page.wait_for_load_state("networkidle")
         if found := cut_off(page):
             problems[path] = found
-        if label in ("fertility", "version", "version-parity", "jobs", "job", "tokenizer", "new-job", "corpus"):
-            screenshot(page, label if width == "desktop" else f"{label}-phone")
+        if label in SHOTS:
+            name, whole = SHOTS[label]
+            screenshot(page, name if width == "desktop" else f"{name}-phone", full_page=whole)
     assert problems == {}
     page.context.clear_cookies()
     page.goto("/signin")
@@ -180,6 +185,9 @@ def test_parity_stands_beside_its_plain_twin(browse, team, site):
     # gpt2's split cuts Devanagari at every vowel sign: a floor no merge passes.
     expect(page.locator('#split-floors li[data-pattern="gpt2"][data-language="hin_Deva"]')).to_contain_text(
         "at combining marks")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#parity").screenshot(path=str(SCREENSHOTS / "parity.png"))
+    tax.screenshot(path=str(SCREENSHOTS / "language-tax.png"))
     # The plain version points back; a version without a twin offers to train it, filled in.
     page.goto(f"/tokenizers/{names['plain']}/versions/2")
     expect(page.locator("#parity-twin")).to_have_count(0)
@@ -213,7 +221,7 @@ def test_the_new_job_form_groups_the_spec_and_explains_the_choice(browse, team, 
     expect(page.locator('#job-advice [data-advice="vocabulary"]')).to_contain_text("will likely stop near")
     page.locator(f"#train_corpora-{site['corpora']['hin_Deva']}").check()
     expect(page.locator('#job-advice [data-advice="split"]')).to_contain_text("hin_Deva")
-    screenshot(page, "new-job-advice", full_page=False)
+    page.locator("section.advice").screenshot(path=str(SCREENSHOTS / "new-job-advice.png"))
     page.locator("#advanced > summary").click()
     expect(page.locator("#spec-min_frequency")).to_be_visible()
 

@@ -21,7 +21,6 @@ from tokenmill.evaluation.references import BASELINES
 from tokenmill.evaluation.reports import latest_evaluations, subject_of, version_label
 from tokenmill.models import Corpus, Evaluation, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
-from tokenmill.training.spec import TrainingSpec
 from tokenmill.versions.diff import versions_diff
 from tokenmill.versions.registry import list_versions
 
@@ -80,4 +79,4 @@ def tokenizer_page(request: Request, session: SessionDep, store: StoreDep, web: 
                   fertility=fertility_rows(pairs, shown, BASELINES), references=BASELINES,
                   older=older, newer=newer, diff=diff, diff_shown=DIFF_SHOWN,
                   readable_new=version_labeller(newer.spec),
-                  readable_old=version_labeller(older.spec) if older else None, spec_fields=list(TrainingSpec.model_fields))
+                  readable_old=version_labeller(older.spec) if older else None)

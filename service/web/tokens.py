@@ -12,7 +12,7 @@ text) and normalizers (a lowercasing version's token shows the lowercase it hold
 """
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from tokenmill.evaluation.references import REFERENCE_NAMES, load_reference
@@ -73,8 +73,3 @@ def token_labels(result: dict[str, Any], version: TokenizerVersion | None) -> li
         encoding = load_reference(result["tokenizer"])
         return [bytes_label(encoding.decode_single_token_bytes(i)) for i in result["ids"]]
     return [visible(token) for token in result["tokens"]]
-
-
-def pieces_label(pieces: Sequence[str]) -> list[str]:
-    """Spans of text (the cost report's pieces) with the same glyphs."""
-    return [visible(piece) for piece in pieces]

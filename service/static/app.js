@@ -83,7 +83,7 @@
     }
   }
 
-  // Jobs: poll each queued or running job every second; reload once one finishes.
+  // Jobs: poll each queued or running job every second (its row, or its page); reload once one finishes.
   function watchJobs(rows) {
     const finished = ["succeeded", "failed", "cancelled"];
     const tick = async () => {
@@ -173,11 +173,58 @@
     knobs.forEach((input) => input.addEventListener("input", () => { if (sample.checked) soon(); }));
   }
 
+  // Tables wider than their box scroll inside it: say so above each one, while it does.
+  function cueScrolling() {
+    const wraps = Array.from(document.querySelectorAll(".table-wrap"));
+    const cues = wraps.map((wrap) => {
+      const cue = document.createElement("p");
+      cue.className = "scroll-cue";
+      cue.hidden = true;
+      cue.textContent = "Scroll sideways in the table for more columns";
+      wrap.before(cue);
+      return cue;
+    });
+    const update = () => wraps.forEach((wrap, i) => {
+      const more = wrap.scrollWidth > wrap.clientWidth + 1;
+      wrap.classList.toggle("scrolls", more);
+      cues[i].hidden = !more;
+    });
+    update();
+    window.addEventListener("resize", update);
+    document.addEventListener("toggle", update, true);  // a <details> opened: its tables now have a width
+    document.addEventListener("change", update);  // "also show characters per token" widens the matrix
+  }
+
+  // New job: what the form would start, said again as it is filled in (the same server-side advice
+  // "Check these choices" renders without script).
+  function adviseJob(form) {
+    const box = document.getElementById("job-advice");
+    let timer = null;
+    let latest = 0;
+    const ask = async () => {
+      const request = ++latest;
+      const fields = new FormData(form);
+      fields.delete("check");
+      try {
+        const response = await fetch("/jobs/new/advice", { method: "POST", body: fields, credentials: "same-origin",
+                                                           headers: { Accept: "application/json" } });
+        const data = await response.json();
+        if (response.ok && request === latest) box.innerHTML = data.html;  // escaped by the server's template
+      } catch (_) { /* the advice stays as it was; submitting still checks everything */ }
+    };
+    const soon = () => { window.clearTimeout(timer); timer = window.setTimeout(ask, 400); };
+    form.addEventListener("change", soon);
+    form.addEventListener("input", soon);
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
+    cueScrolling();
+    const jobForm = document.getElementById("job-form");
+    if (jobForm) adviseJob(jobForm);
     document.getElementById("error-summary")?.focus();  // a refused form: start where the problem is told
     const upload = document.getElementById("upload-form");
     if (upload) enhanceUpload(upload);
-    const rows = Array.from(document.querySelectorAll("tr[data-job]"));
+    const rows = Array.from(document.querySelectorAll("[data-job]"));  // the jobs page's rows, a job page's facts
     if (rows.length) watchJobs(rows);
     const playground = document.querySelector("form.playground");
     if (playground) enhancePlayground(playground);
@@ -282,7 +329,7 @@
       document.getElementById("bpe-step").textContent = step;
       document.getElementById("bpe-total").textContent = total;
       buttons.back.disabled = step === 0;
-      buttons.step.disabled = buttons.auto.disabled = step >= total;
+      buttons.step.disabled = buttons.auto.disabled = buttons.end.disabled = step >= total;
       error.hidden = true;
       remember(step);
     }
@@ -316,7 +363,8 @@
       const go = button.dataset.go;
       if (go === "auto") { run(automerge); return; }
       playing += 1;
-      run(() => show(go === "reset" ? 0 : go === "back" ? step - 1 : step + 1));
+      // "To the end" asks for the last state alone: no animation, one request however long the run.
+      run(() => show(go === "reset" ? 0 : go === "end" ? total : go === "back" ? step - 1 : step + 1));
     });
     let typing = null;
     corpusForm.addEventListener("input", (event) => {

@@ -12,7 +12,9 @@ shows the first `vocabulary_size` and the first `step` of them (the script hides
 so a step never re-sends them.
 """
 
+import math
 import uuid
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -23,9 +25,10 @@ from sqlalchemy import select
 
 from service.deps import SessionDep, StoreDep, spend_dashboard_request
 from service.web.auth import ScriptSessionDep, WebSessionDep
-from service.web.charts import FONT, MARK, PALETTE, linear_domain, tick_label
+from service.web.charts import CHAR_WIDTH, FONT, MARK, PALETTE, linear_domain, responsive, tick_label
 from service.web.render import WebRoute, render, templates
-from tokenmill.errors import InvalidInput
+from service.web.tokens import version_labeller
+from tokenmill.errors import InvalidInput, TokenmillError
 from tokenmill.models import Corpus, Team
 from tokenmill.pagination import MAX_LIMIT, Page
 from tokenmill.playground.bpe_replay import MAX_SAMPLE_LINES, SAMPLE_LINES
@@ -39,7 +42,7 @@ from tokenmill.playground.bpe_steps import (
     Run,
     State,
 )
-from tokenmill.versions.registry import list_names
+from tokenmill.versions.registry import get_version, list_names
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 
@@ -49,16 +52,18 @@ WORDS_SHOWN = 300
 PAIRS_SHOWN = 60
 CORPORA_LISTED = 200
 OTHER_BARS = "#9aa3b2"  # the pairs that do not merge next: grey, so the one that does stands out
+Shown = Callable[[str], str]  # how the page writes a token
 
 
-def pair_label(pair: tuple[str, str], limit: int = 18) -> str:
-    """The pair as "e + r", cut short for a chart's label column."""
-    text = f"{pair[0]} + {pair[1]}"
+def pair_label(pair: tuple[str, str], shown: Shown = str, limit: int = 18) -> str:
+    """The pair as "e + r", as the page shows tokens, cut short for a chart's label column."""
+    text = f"{shown(pair[0])} + {shown(pair[1])}"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def pair_chart(state: State, chart_id: str = "bpe-chart", width: int = 420) -> Markup:
-    """Horizontal bars of the top pair counts (charts.py's look), the next merge's bar highlighted.
+def pair_chart(state: State, chart_id: str = "bpe-chart", shown: Shown = str) -> Markup:
+    """Horizontal bars of the top pair counts (charts.py's look, drawn for a wide box and a phone's),
+    the next merge's bar highlighted.
 
     In a replay the version's next pair may rank below the top BARS, or not occur at all in
     the sample: then it gets a bar of its own at the bottom, so the chart always shows it.
@@ -69,50 +74,68 @@ def pair_chart(state: State, chart_id: str = "bpe-chart", width: int = 420) -> M
         bars.append((chosen, state.next.count))
     if not bars:
         return Markup(f'<p class="empty" id="{chart_id}">No adjacent pairs left: every word is one token.</p>')
-    # Narrower than charts.py's 640: on a phone the labels stay about 10 px high.
-    left, right, top, bar, gap = 112, 24, 8, 18, 6
-    plot = len(bars) * (bar + gap)
-    height = top + plot + 40
-    lo, hi, ticks = linear_domain(0, max(count for _, count in bars) or 1, integer=True)
-    scale = (width - left - right) / ((hi - lo) or 1)
-    parts = [f'<line x1="{left + (t - lo) * scale:.1f}" y1="{top}" x2="{left + (t - lo) * scale:.1f}" '
-             f'y2="{top + plot}" stroke="#e3e3e3"/><text x="{left + (t - lo) * scale:.1f}" y="{top + plot + 16}" '
-             f'text-anchor="middle" {FONT}>{tick_label(t)}</text>' for t in ticks]
-    for i, (pair, count) in enumerate(bars):
-        y = top + i * (bar + gap)
-        highlighted = pair == chosen
-        colour = (MARK if state.next.count == 0 else PALETTE[0]) if highlighted else OTHER_BARS
-        weight, marked = (' font-weight="700"', ' data-next="true"') if highlighted else ("", "")
-        length = max(count * scale, 1)
-        parts.append(f'<text x="{left - 6}" y="{y + bar / 2 + 4}" text-anchor="end" {FONT}{weight}>'
-                     f'{escape(pair_label(pair))}</text>'
-                     f'<rect x="{left}" y="{y}" width="{length:.1f}" height="{bar}" fill="{colour}" '
-                     f'data-pair="{escape(pair[0])} {escape(pair[1])}" data-count="{count}"{marked}>'
-                     f'<title>{escape(pair[0])} + {escape(pair[1])}: {count}</title></rect>'
-                     f'<text x="{left + length + 4:.1f}" y="{y + bar / 2 + 4}" {FONT}>{count}</text>')
-    parts.append(f'<text x="{(left + width - right) / 2}" y="{top + plot + 34}" text-anchor="middle" {FONT}>'
-                 'occurrences (each word counted as often as it occurs)</text>')
-    title = f"Adjacent pair counts at step {state.step}"
-    return Markup(f'<svg class="chart bpe-chart" role="img" aria-labelledby="{chart_id}-title" '
-                  f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg" id="{chart_id}">'
-                  f'<title id="{chart_id}-title">{escape(title)}</title>{"".join(parts)}</svg>')
+
+    def draw(width: int, size: str) -> str:
+        # The label column takes what the longest pair needs, up to a share of the drawing (longer ones are cut).
+        fits = int((width * (0.42 if size == "narrow" else 0.36) - 14) / CHAR_WIDTH)
+        labels = {pair: pair_label(pair, shown, fits) for pair, _ in bars}
+        left = math.ceil(max(len(label) for label in labels.values()) * CHAR_WIDTH) + 14
+        right, top, bar, gap = 40, 8, 18, 6
+        plot = len(bars) * (bar + gap)
+        height = top + plot + 40
+        lo, hi, ticks = linear_domain(0, max(count for _, count in bars) or 1, integer=True, target=4 if size == "narrow" else 5)
+        scale = (width - left - right) / ((hi - lo) or 1)
+        parts = [f'<line x1="{left + (t - lo) * scale:.1f}" y1="{top}" x2="{left + (t - lo) * scale:.1f}" '
+                 f'y2="{top + plot}" stroke="#e3e3e3"/><text x="{left + (t - lo) * scale:.1f}" y="{top + plot + 16}" '
+                 f'text-anchor="middle" {FONT}>{tick_label(t)}</text>' for t in ticks]
+        for i, (pair, count) in enumerate(bars):
+            y = top + i * (bar + gap)
+            highlighted = pair == chosen
+            colour = (MARK if state.next.count == 0 else PALETTE[0]) if highlighted else OTHER_BARS
+            weight, marked = (' font-weight="700"', ' data-next="true"') if highlighted else ("", "")
+            length = max(count * scale, 1)
+            parts.append(f'<text x="{left - 6}" y="{y + bar / 2 + 4}" text-anchor="end" {FONT}{weight}>'
+                         f'{escape(labels[pair])}</text>'
+                         f'<rect x="{left}" y="{y}" width="{length:.1f}" height="{bar}" fill="{colour}" '
+                         f'data-pair="{escape(pair[0])} {escape(pair[1])}" data-count="{count}"{marked}>'
+                         f'<title>{escape(shown(pair[0]))} + {escape(shown(pair[1]))}: {count}</title></rect>'
+                         f'<text x="{left + length + 4:.1f}" y="{y + bar / 2 + 4}" {FONT}>{count}</text>')
+        parts.append(f'<text x="{width / 2}" y="{top + plot + 34}" text-anchor="middle" {FONT}>'
+                     'occurrences (each word counted as often as it occurs)</text>')
+        title = f"Adjacent pair counts at step {state.step}"
+        return (f'<svg class="chart chart-{size} bpe-chart" role="img" aria-labelledby="{chart_id}-{size}-title" '
+                f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg" '
+                f'id="{chart_id}-{size}"><title id="{chart_id}-{size}-title">{escape(title)}</title>{"".join(parts)}</svg>')
+
+    return responsive(chart_id, draw)
 
 
-def state_context(run: Run, state: State, about: dict[str, Any]) -> dict[str, Any]:
+def shower(session, team: Team, tokenizer: str | None, version: str) -> Shown:
+    """How the page shows a run's tokens: a replayed version's as its tokens read (byte-level "Ġthe"
+    as "␣the", "▁" as "␣", a cut character's bytes as <0xD0>); a typed corpus's as they are."""
+    if not tokenizer:
+        return str
+    try:
+        return version_labeller(get_version(session, team, tokenizer, version or "latest").spec)
+    except TokenmillError:
+        return str  # the run itself says what is wrong
+
+
+def state_context(run: Run, state: State, about: dict[str, Any], shown: Shown = str) -> dict[str, Any]:
     """What _bpe_state.html needs to draw one state."""
     made = run.merges[state.step - 1].token if state.step else None
     return {"state": state, "about": about, "total": len(run.merges), "done": run.done, "made": made,
-            "rank": state.next_rank,
-            "chart": pair_chart(state), "words_shown": WORDS_SHOWN, "pairs_shown": PAIRS_SHOWN,
+            "rank": state.next_rank, "shown": shown,
+            "chart": pair_chart(state, shown=shown), "words_shown": WORDS_SHOWN, "pairs_shown": PAIRS_SHOWN,
             "min_count": about.get("min_count")}
 
 
-def state_html(run: Run, state: State, about: dict[str, Any]) -> Markup:
-    return Markup(templates.env.get_template("_bpe_state.html").render(state_context(run, state, about)))
+def state_html(run: Run, state: State, about: dict[str, Any], shown: Shown = str) -> Markup:
+    return Markup(templates.env.get_template("_bpe_state.html").render(state_context(run, state, about, shown)))
 
 
-def lists_html(run: Run, state: State) -> Markup:
-    return Markup(templates.env.get_template("_bpe_lists.html").render(run=run, state=state))
+def lists_html(run: Run, state: State, shown: Shown = str) -> Markup:
+    return Markup(templates.env.get_template("_bpe_lists.html").render(run=run, state=state, shown=shown))
 
 
 def run_heading(about: dict[str, Any]) -> str:
@@ -177,8 +200,9 @@ def bpe_page(request: Request, session: SessionDep, store: StoreDep, web: WebSes
     except InvalidInput as exc:  # the form says what to fix; a version or corpus not found is a 404 page
         return render(request, "bpe.html", web, status_code=exc.status, **{**context, "error": exc}, run=None)
     state = run.states[0]
+    shown = shower(session, web.team, tokenizer, version)
     return render(request, "bpe.html", web, **context, run=run, about=about, state=state, heading=run_heading(about),
-                  state_html=state_html(run, state, about), lists_html=lists_html(run, state),
+                  state_html=state_html(run, state, about, shown), lists_html=lists_html(run, state, shown),
                   carried=carried_fields(values, context["mode"]))
 
 
@@ -194,11 +218,12 @@ def carried_fields(values: dict[str, Any], mode: str) -> list[tuple[str, str]]:
 def bpe_states(request: Request, body: BpeStepsIn, session: SessionDep, store: StoreDep, web: ScriptSessionDep):
     """Up to WINDOW states from `start`, as the page's HTML, with the run's vocabulary and merges."""
     spend_dashboard_request(request, web.team)
+    shown = shower(session, web.team, body.tokenizer, str(body.version))
     run, about = compute(session, store, web.team, body, count=WINDOW)
     return JSONResponse({
         "mode": about["mode"], "heading": run_heading(about), "total_steps": len(run.merges), "done": run.done,
         "next_start": run.next_start,
-        "lists": lists_html(run, run.states[0]),
-        "states": [{"step": s.step, "vocabulary_size": s.vocabulary_size, "html": state_html(run, s, about)}
+        "lists": lists_html(run, run.states[0], shown),
+        "states": [{"step": s.step, "vocabulary_size": s.vocabulary_size, "html": state_html(run, s, about, shown)}
                    for s in run.states],
     })

@@ -1,7 +1,10 @@
 """The home page: the fertility matrix, its language breakdown, a per-name trend and the parity premium.
 
-Everything on it comes from one call to `fertility_matrix`, the function behind
-GET /v1/dashboard/fertility; this module only arranges its numbers for people.
+The numbers come from one call to `fertility_matrix`, the function behind
+GET /v1/dashboard/fertility, in its detailed form: premiums of parallel corpora whose lines do
+not align too (corpus-level, said so), with the tokens each premium divides. This module only
+arranges them for people, and adds the notes of `floors` where a split regex cuts a language's
+words below what any merge can mend.
 """
 
 from collections import defaultdict
@@ -9,13 +12,17 @@ from collections.abc import Iterable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from sqlalchemy import select
 
-from service.deps import SessionDep
+from service.deps import SessionDep, StoreDep
 from service.web.auth import WebSessionDep
-from service.web.charts import Axis, Series, bar_chart, line_chart
+from service.web.charts import Axis, Bar, Series, bar_chart, line_chart
+from service.web.floors import floor_notes, one_per_language, version_pattern
 from service.web.render import WebRoute, render
-from tokenmill.evaluation.reports import fertility_matrix
+from tokenmill.evaluation.reports import CORPUS_LEVEL, fertility_matrix, version_label
+from tokenmill.models import Corpus, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
+from tokenmill.playground.split_floor import REFERENCE_PATTERNS
 from tokenmill.versions.registry import list_names
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
@@ -54,6 +61,11 @@ def trend_series(rows: list[dict[str, Any]], name: str) -> list[Series]:
     return [Series(domain, points, regressions([y for _, y in points])) for domain, points in sorted(by_domain.items())]
 
 
+def compared_versions(series: list[Series]) -> int:
+    """How many versions the trend has points for: a trend needs two."""
+    return len({x for line in series for x, _ in line.points})
+
+
 def regression_notes(series: list[Series]) -> list[str]:
     notes = []
     for line in series:
@@ -63,16 +75,40 @@ def regression_notes(series: list[Series]) -> list[str]:
     return notes
 
 
-def premium_groups(rows: list[dict[str, Any]]) -> list[tuple[str, list[tuple[str, float]]]]:
-    """(language, [(subject, premium)]) for the chart; the group is named when there are several."""
+def count(tokens: int) -> str:
+    """22.3k tokens: a token count short enough to follow a bar."""
+    for size, suffix in ((1e6, "M"), (1e3, "k")):
+        if tokens >= size:
+            return f"{tokens / size:.1f}{suffix}"
+    return str(tokens)
+
+
+def premium_groups(rows: list[dict[str, Any]]) -> list[tuple[str, list[Bar]]]:
+    """(language, bars) for the chart, each bar a subject's premium with its tokens; the group is
+    named when there are several, and a corpus-level premium says so."""
     groups = sorted({group for row in rows for group in row["premium"]})
-    categories: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    categories: dict[str, list[Bar]] = defaultdict(list)
     for row in rows:
+        details = row.get("premium_detail") or {}
         for group, languages in row["premium"].items():
             for language, value in languages.items():
+                detail = details.get(group, {}).get(language) or {}
                 label = language if len(groups) == 1 else f"{language} · {group}"
-                categories[label].append((row["label"], value))
+                if detail.get("measure") == CORPUS_LEVEL:
+                    label += " (corpus-level)"
+                note = f"{count(detail['tokens'])} tokens" if "tokens" in detail else ""
+                categories[label].append(Bar(row["label"], value, note))
     return sorted(categories.items())
+
+
+def premium_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every premium with what it divides, by group, language and subject (the chart's numbers, whole)."""
+    table = []
+    for row in rows:
+        for group, languages in (row.get("premium_detail") or {}).items():
+            for language, detail in languages.items():
+                table.append({"group": group, "language": language, "subject": row["label"], **detail})
+    return sorted(table, key=lambda r: (r["group"], r["language"] != r["pivot"], r["language"]))
 
 
 def chart_rows(rows: list[dict[str, Any]], name: str | None) -> list[dict[str, Any]]:
@@ -85,24 +121,48 @@ def chart_rows(rows: list[dict[str, Any]], name: str | None) -> list[dict[str, A
             or (not name and r["version"] == latest.get(r["name"]))]
 
 
+def split_notes(session, store, team, rows: list[dict[str, Any]], languages: set[str]):
+    """Where the split of a charted tokenizer cuts a parallel language's words inside."""
+    if not languages:
+        return []
+    shown = {(r["name"], r["version"]) for r in rows if r["kind"] == "version"}
+    versions = [v for v in session.scalars(select(TokenizerVersion).where(TokenizerVersion.team_id == team.id))
+                if (v.name, v.version) in shown]
+    references = [r["name"] for r in rows if r["kind"] == "reference"]
+    corpora = one_per_language(session.scalars(select(Corpus).where(Corpus.team_id == team.id)), languages)
+    session.commit()  # the samples come from the store: hold no database connection meanwhile
+    return floor_notes(store, corpora, [(version_label(v), version_pattern(v)) for v in versions],
+                       [name for name in references if name in REFERENCE_PATTERNS])
+
+
 @router.get("/")
-def fertility_page(request: Request, session: SessionDep, web: WebSessionDep,
+def fertility_page(request: Request, session: SessionDep, store: StoreDep, web: WebSessionDep,
                    tokenizer: Annotated[str | None, Query(max_length=200)] = None,
                    trend: Annotated[str | None, Query(max_length=200)] = None):
-    names = [row["name"] for row in list_names(session, web.team, Page(limit=MAX_LIMIT))[0]]
+    listed = list_names(session, web.team, Page(limit=MAX_LIMIT))[0]
+    names = [row["name"] for row in listed]
     tokenizer = tokenizer or None
-    matrix = fertility_matrix(session, web.team, tokenizer)
+    matrix = fertility_matrix(session, web.team, tokenizer, detailed=True)
     rows = matrix["rows"]
-    trend_name = tokenizer or (trend if trend in names else None) or (names[0] if names else None)
+    # The trend shown first is of a name with versions to compare, when one has.
+    several = next((row["name"] for row in listed if row["versions"] > 1), None)
+    trend_name = tokenizer or (trend if trend in names else None) or several or (names[0] if names else None)
     series = trend_series(rows, trend_name) if trend_name else []
+    versions_compared = compared_versions(series)
     trend_chart = line_chart(series, Axis("version", integer=True), Axis("fertility (tokens per word)"),
                              title=f"Fertility per domain across the versions of {trend_name}", chart_id="trend")
-    premium = premium_groups(chart_rows(rows, tokenizer))
-    premium_chart = bar_chart(premium, value_label="parity premium (tokens / tokens of the pivot language)",
-                              title="Parity premium per language", chart_id="premium", reference=1.0)
+    charted = chart_rows(rows, tokenizer)
+    premium = premium_groups(charted)
+    premium_chart = bar_chart(premium, value_label="premium (tokens / tokens of the pivot language)",
+                              title="Parity premium per language, with each language's tokens", chart_id="premium",
+                              reference=1.0)
+    parallel = {language for row in charted for group in row["premium"].values() for language in group}
+    notes = split_notes(session, store, web.team, charted, parallel)
     domain_scale = heat_scale(cell for row in rows for cell in row["domains"].values())
     language_scale = heat_scale(cell for row in rows for cell in row["languages"].values())
     return render(request, "fertility.html", web, matrix=matrix, names=names, tokenizer=tokenizer,
-                  trend_name=trend_name, trend_chart=trend_chart, notes=regression_notes(series),
-                  premium_chart=premium_chart, premium=premium, domain_scale=domain_scale,
-                  language_scale=language_scale, heat_step=heat_step, heat_steps=HEAT_STEPS)
+                  trend_name=trend_name, trend_chart=trend_chart, versions_compared=versions_compared,
+                  notes=regression_notes(series), premium_chart=premium_chart, premium=premium,
+                  premium_rows=premium_table(charted), floor_notes=notes, corpus_level=CORPUS_LEVEL,
+                  domain_scale=domain_scale, language_scale=language_scale, heat_step=heat_step,
+                  heat_steps=HEAT_STEPS)

@@ -24,7 +24,8 @@ from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from service.problems import domain_problem, problem
-from service.web.auth import CsrfRejected, SignInRequired, WebSession
+from service.web.auth import CsrfRejected, SignInRequired, WebSession, web_session
+from service.web.tokens import visible
 from tokenmill.errors import TokenmillError
 
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -74,7 +75,7 @@ def plain(value: Any) -> str:
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(bytes=human_bytes, number=number, percent=percent, plain=plain)
+    env.filters.update(bytes=human_bytes, number=number, percent=percent, plain=plain, glyphs=visible)
     return env
 
 
@@ -88,8 +89,14 @@ def render(request: Request, name: str, web: WebSession | None, status_code: int
     return response
 
 
-def error_page(request: Request, status: int, title: str, detail: str) -> HTMLResponse:
-    return render(request, "error.html", None, status_code=status, status=status, title=title, detail=detail)
+def error_page(request: Request, status: int, title: str, detail: str, web: WebSession | None = None) -> HTMLResponse:
+    """An error as a page of the dashboard (with its header and links when the visitor is signed in)."""
+    return render(request, "error.html", web, status_code=status, status=status, title=title, detail=detail)
+
+
+def not_found(request: Request, web: WebSession | None) -> Response:
+    """A 404 for a dashboard path nothing answers: a page, or problem+json for the page's script."""
+    return _failure(request, 404, "Not found", f"Nothing lives at {request.url.path}.", web=web)
 
 
 def wants_json(request: Request) -> bool:
@@ -108,10 +115,11 @@ def _signin_redirect(request: Request) -> Response:
     return see_other("/signin" + (f"?next={quote(target, safe='')}" if request.method == "GET" else ""))
 
 
-def _failure(request: Request, status: int, title: str, detail: str, field: str | None = None) -> Response:
+def _failure(request: Request, status: int, title: str, detail: str, field: str | None = None,
+             web: WebSession | None = None) -> Response:
     if wants_json(request):
         return problem(status, title, detail, field=field, instance=request.url.path)
-    return error_page(request, status, title, detail)
+    return error_page(request, status, title, detail, web)
 
 
 class WebRoute(APIRoute):
@@ -141,13 +149,21 @@ def _page_for(request: Request, exc: BaseException) -> Response | None:
                         "reload the page and try again.")
     if isinstance(exc, RequestValidationError):
         if any(error["loc"][:1] == ("path",) for error in exc.errors()):
-            return _failure(request, 404, "Not found", f"Nothing lives at {request.url.path}.")
-        return _failure(request, 400, "Bad request", "; ".join(str(e["msg"]) for e in exc.errors()))
+            return not_found(request, _signed_in(request))
+        return _failure(request, 400, "Bad request", "; ".join(str(e["msg"]) for e in exc.errors()), web=_signed_in(request))
     if isinstance(exc, TokenmillError):
         if wants_json(request):
             return domain_problem(request, exc)
-        return error_page(request, exc.status, exc.title, exc.detail)
+        return error_page(request, exc.status, exc.title, exc.detail, _signed_in(request))
     return None
+
+
+def _signed_in(request: Request) -> WebSession | None:
+    """The visitor's session, for an error page's header; None when there is none (or it cannot be read)."""
+    try:
+        return web_session(request)
+    except Exception:  # no session, or the database that failed the page: the page goes out without the header
+        return None
 
 
 def _roll_back(request: Request) -> None:

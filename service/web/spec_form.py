@@ -1,11 +1,14 @@
 """The new-job form's spec fields, built from `TrainingSpec.model_fields`, and the spec a posted form means.
 
 A field the spec gains appears in the form with its default and type; `HELP` gives each a
-one-line explanation (tests/unit/test_web_forms.py checks none is missing). Values go to
+one-line explanation (tests/unit/test_web_forms.py checks none is missing). The form shows the
+BASIC fields first and folds the others under "Advanced" (a field the spec gains is advanced
+until it is named here). Values go to
 `resolve_spec` as the strings the browser sent: pydantic converts them, and its refusals
 come back as the same InvalidInput, naming the same field, that the API's 422 carries.
 """
 
+import json
 import types
 import typing
 from dataclasses import dataclass
@@ -52,6 +55,11 @@ HELP = {
 }
 
 
+# What most jobs choose; the rest of the spec is folded under "Advanced" in the form.
+BASIC = ("algorithm", "library", "vocab_size", "byte_level", "byte_fallback", "pre_tokenizer", "special_tokens",
+         "parity")
+
+
 @dataclass(frozen=True)
 class SpecField:
     """One input of the form: what it holds, its default, its bounds and a line of help."""
@@ -64,6 +72,10 @@ class SpecField:
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     maximum: float | None = None
+
+    @property
+    def basic(self) -> bool:
+        return self.name in BASIC
 
     @property
     def input_name(self) -> str:
@@ -123,6 +135,32 @@ def form_values(fields: list[SpecField], form: FormData | None) -> dict[str, str
     if form is None:
         return {f.name: f.display_default() for f in fields}
     return {f.name: _posted(form, f) for f in fields}
+
+
+def spec_values(fields: list[SpecField], spec: dict[str, Any]) -> dict[str, str]:
+    """What each input shows to train like a stored spec (a version's, with its changes): its
+    values where it has them, the defaults elsewhere."""
+    values = form_values(fields, None)
+    for field in fields:
+        if field.name not in spec:
+            continue
+        value = spec[field.name]
+        if value is None:
+            values[field.name] = ""
+        elif field.kind == "lines":
+            values[field.name] = "\n".join(value)
+        elif field.kind == "bool":
+            values[field.name] = "true" if value else "false"
+        elif isinstance(value, dict):
+            values[field.name] = json.dumps(value)
+        else:
+            values[field.name] = str(value)
+    return values
+
+
+def changed_advanced(fields: list[SpecField], values: dict[str, str]) -> bool:
+    """Whether an advanced field holds something other than its default (the form then shows them)."""
+    return any(not f.basic and values.get(f.name, "") != f.display_default() for f in fields)
 
 
 def _posted(form: FormData, field: SpecField) -> str:

@@ -1,5 +1,11 @@
 """The version page (spec, lineage, files, metrics, cost report, vocabulary curve, diff) and its playground.
 
+The cost report is the detailed one: each premium with its tokens, corpus-level premiums of
+parallel corpora whose lines do not align, said so, and notes where the version's split (or a
+reference's) cuts a language's words below what merges can mend (service.web.floors). A
+parity-aware version stands beside its plain twin (service.web.parity), or offers to train it.
+Every token reads as its own text (service.web.tokens).
+
 Downloads answer as the API's do (service/downloads.py), with the signed-in team, and the playground
 endpoints call `encode_with_version` / `encode_with_reference`, as POST .../encode does (a
 version's encode runs in tokenmill.encoding.sandbox, bounded: one cut short shows its reason in the
@@ -21,24 +27,28 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from markupsafe import Markup, escape
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy import select
 
 from service.deps import SessionDep, StoreDep, spend_dashboard_request
 from service.downloads import bundle_response, file_response
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import Axis, Series, empty_chart, line_chart
+from service.web.floors import floor_notes, one_per_language, version_pattern
+from service.web.parity import parallel_group, side_by_side, twin, twin_form_query
 from service.web.render import WebRoute, render, templates
+from service.web.tokens import token_labels, version_labeller
 from tokenmill.encoding.subword_sampling import MAX_SEED, SamplingOptions, chosen, method_of
 from tokenmill.errors import Busy, InvalidInput, NotFound, TokenmillError
 from tokenmill.evaluation.references import REFERENCE_NAMES
-from tokenmill.evaluation.reports import version_curve, version_evaluations
-from tokenmill.models import Team, TokenizerVersion
+from tokenmill.evaluation.reports import version_curve, version_evaluations, version_label
+from tokenmill.models import Corpus, Team, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
 from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
 from tokenmill.playground.encode import MAX_TEXT, encode_with_reference, encode_with_version
 from tokenmill.playground.scripts import diff_by_script, vocabulary_report
 from tokenmill.store import ObjectStore
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.versions.diff import readable_token, versions_diff
+from tokenmill.versions.diff import versions_diff
 from tokenmill.versions.registry import get_version, list_names, list_versions
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
@@ -47,15 +57,11 @@ DIFF_SHOWN = 300  # tokens listed per side of the diff; the counts are always co
 PLAYGROUND_TEXT = "Tokenizers turn text into numbers. Der Junge spielt im Garten. Мальчик играет в саду. 1234567"
 
 
-def tokens_html(result: dict[str, Any]) -> Markup:
-    """The playground's token boxes for one encoding (the same markup with or without script)."""
-    return Markup(templates.env.get_template("_tokens.html").render(result=result))
-
-
-def token_shower(row: TokenizerVersion):
-    """How the diff shows a token: as text, with spaces and line breaks made visible."""
-    byte_level = bool(row.spec.get("byte_level"))
-    return lambda token: readable_token(token, byte_level).replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
+def tokens_html(result: dict[str, Any], version: TokenizerVersion | None) -> Markup:
+    """The playground's token boxes for one encoding (the same markup with or without script), each
+    labelled by its own text (service.web.tokens); `version` None for a reference's encoding."""
+    return Markup(templates.env.get_template("_tokens.html").render(result=result,
+                                                                    labels=token_labels(result, version)))
 
 
 def spec_items(spec: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -97,6 +103,12 @@ def encode_target(store: ObjectStore, target: TokenizerVersion | str | Tokenmill
             raise InvalidInput(f"{target} is a reference: only a version's encode can be sampled", field="sampling")
         return encode_with_reference(target, text)
     return encode_with_version(store, target, text, sampling)
+
+
+def target_html(store: ObjectStore, target: TokenizerVersion | str | TokenmillError, text: str,
+                sampling: SamplingOptions | None = None) -> Markup:
+    """A comparison panel's boxes: the target's encode, labelled as its tokens read."""
+    return tokens_html(encode_target(store, target, text, sampling), target if isinstance(target, TokenizerVersion) else None)
 
 
 SAMPLING_FIELDS = ("dropout", "alpha", "nbest_size", "seed")
@@ -165,10 +177,23 @@ def curve_chart(curves: list[dict[str, Any]], row: TokenizerVersion) -> Markup:
 def prefilled(store: ObjectStore, row: TokenizerVersion, target: TokenizerVersion | str | TokenmillError) -> list[Markup]:
     """The playground's boxes for its prefilled text, or none if the encode fails (busy, cut short)."""
     try:
-        return [tokens_html(encode_with_version(store, row, PLAYGROUND_TEXT)),
-                tokens_html(encode_target(store, target, PLAYGROUND_TEXT))]
+        return [target_html(store, row, PLAYGROUND_TEXT), target_html(store, target, PLAYGROUND_TEXT)]
     except TokenmillError:
         return []
+
+
+def parity_context(session, team: Team, row: TokenizerVersion) -> dict[str, Any]:
+    """What the page says of parity: whether the version is parity-aware, the twin trained the other
+    way (and the two side by side per language of the training group), or how to train it."""
+    on = bool(row.spec.get("parity"))
+    # Only byte-level BPE trained by tokenizers can be parity-aware (README, the training spec).
+    could = row.spec.get("algorithm") == "bpe" and row.spec.get("library") == "tokenizers" and row.spec.get("byte_level")
+    group = parallel_group(session, team, row) if on or could else None
+    other = twin(session, team, row) if group else None
+    return {"on": on, "group": group, "twin": other,
+            "rows": side_by_side(session, team, row, other, group) if other and group else [],
+            "train_twin": f"/jobs/new?{twin_form_query(row)}" if group and not other and not row.lineage.get("imported")
+            else None}
 
 
 @router.get("/tokenizers/{name}/versions/{version}")
@@ -185,8 +210,11 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
     row = get_version(session, web.team, name, version)
     evaluations = version_evaluations(session, web.team, row)
     previous = previous_version(session, web.team, row)
-    curve, measured = version_curve(session, web.team, row), measured_costs(session, store, web.team, row)
+    curve, measured = version_curve(session, web.team, row), measured_costs(session, store, web.team, row, detailed=True)
     options = compare_options(session, web.team, row.name)
+    parity = parity_context(session, web.team, row)
+    languages = {e["language"] for e in evaluations}
+    corpora = one_per_language(session.scalars(select(Corpus).where(Corpus.team_id == web.team.id)), languages)
     compare = compare or "reference:o200k_base"
     try:
         target: TokenizerVersion | str | TokenmillError = resolve_target(session, web.team, compare)
@@ -202,8 +230,7 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
     elif text:
         try:
             sampling = sampling_options(controls, given)
-            results = [tokens_html(encode_with_version(store, row, text, sampling)),
-                       tokens_html(encode_target(store, target, text))]
+            results = [target_html(store, row, text, sampling), target_html(store, target, text)]
         except (InvalidInput, Busy) as exc:
             # The page stays, with the reason where the tokens would be (the field is the text box).
             results = [Markup('<p class="error-text" role="alert">{}</p>').format(escape(exc.detail)), Markup("")]
@@ -213,13 +240,14 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
         scripts = vocabulary_report(store, row)
     except Busy:
         scripts = None  # the section says it could not be counted now
+    notes = floor_notes(store, corpora, [(version_label(row), version_pattern(row))])
     moved = diff_by_script(str(row.id), str(previous.id), [t for t, _ in diff.added], [t for t, _ in diff.removed],
                            bool(row.spec.get("byte_level"))) if previous and diff else None
     response = render(request, "version.html", web, status_code=status, row=row, evaluations=evaluations,
                       previous=previous, diff=diff, scripts=scripts, moved=moved, diff_shown=DIFF_SHOWN, curve_chart=curve_chart(curve, row),
                       has_curve=has_curve(row), report=combine(measured, probed_costs(store, row)),
-                      spec=spec_items(row.spec), options=options,
-                      readable=token_shower(row), compare=compare, text=text if text is not None else PLAYGROUND_TEXT,
+                      spec=spec_items(row.spec), options=options, parity=parity, floor_notes=notes,
+                      readable=version_labeller(row.spec), label=version_label(row), compare=compare, text=text if text is not None else PLAYGROUND_TEXT,
                       results=results, sampling=controls)
     response.headers.update(headers)
     return response
@@ -251,4 +279,4 @@ def encode(request: Request, body: PlaygroundIn, session: SessionDep, store: Sto
     target = resolve_target(session, web.team, body.target)
     session.commit()  # the encode may take its whole time limit: hold no database connection meanwhile
     result = encode_target(store, target, body.text, sampling)
-    return JSONResponse({**result, "html": tokens_html(result)})
+    return JSONResponse({**result, "html": tokens_html(result, target if isinstance(target, TokenizerVersion) else None)})

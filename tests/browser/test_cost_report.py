@@ -57,8 +57,8 @@ def test_the_version_page_shows_what_the_tokenizer_costs(browse, team, api, vers
 
     spanish = costs.locator('[data-cost="language_tax"] tr[data-language="spa_Latn"]')
     premium = report["language_tax"]["groups"][0]["languages"][1]["premium"]
-    expect(spanish.locator('td[data-subject="version"]')).to_have_text(f"{premium['version']:.3f}")
-    expect(spanish.locator('td[data-subject="gpt2"]')).to_have_text(f"{premium['gpt2']:.3f}")
+    expect(spanish.locator('td[data-subject="version"] .premium-value')).to_have_text(f"{premium['version']:.3f}")
+    expect(spanish.locator('td[data-subject="gpt2"] .premium-value')).to_have_text(f"{premium['gpt2']:.3f}")
 
     indentation = costs.locator("#cost-indentation tbody tr").first  # 4 spaces before return x
     for key in ("version", "gpt2", "cl100k_base"):
@@ -119,9 +119,9 @@ def test_nothing_is_wider_than_a_phone(browse, team, version):
 
     phone.goto(f"/?tokenizer={name}")
     assert fits(phone)
-    chart = phone.locator("#premium")
-    expect(chart).to_be_visible()
-    # The parity chart is drawn for the phone: it fits its card without a scroll bar.
+    chart = phone.locator("#premium svg.chart-narrow")
+    expect(chart).to_be_visible()  # the parity chart's drawing for a phone, not the wide one
+    expect(phone.locator("#premium svg.chart-wide")).to_be_hidden()
     box = chart.evaluate("svg => [svg.getBoundingClientRect().width, svg.parentElement.clientWidth, "
                          "svg.parentElement.scrollWidth]")
     assert box[0] <= box[1] and box[2] <= box[1], box

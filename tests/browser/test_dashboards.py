@@ -1,5 +1,6 @@
 """The dashboards in a real browser: sign in, upload, train from the form, and read the numbers the API gives."""
 
+import re
 import uuid
 from pathlib import Path
 
@@ -59,13 +60,13 @@ def fill_job_form(page: Page, name: str, corpus_ids: list[str], vocab_size: int)
 
 
 def train(page: Page, name: str, corpus_ids: list[str], vocab_size: int) -> str:
-    """Submit the form, then watch the jobs page until the job succeeds; returns the job id."""
+    """Submit the form, then watch the job's page until the job succeeds; returns the job id."""
     fill_job_form(page, name, corpus_ids, vocab_size)
     page.get_by_role("button", name="Start training").click()
-    page.wait_for_url("**/jobs#job-*")
-    job_id = page.url.rsplit("#job-", 1)[1]
-    # The page polls while the job runs and reloads itself once it has finished.
-    finished = page.locator(f'#finished-jobs tr#job-{job_id}')
+    page.wait_for_url(re.compile(r".*/jobs/[0-9a-f-]{36}$"))
+    job_id = page.url.rsplit("/", 1)[1]
+    # The page polls while the job runs and reloads itself once it has finished (no data-job any more).
+    finished = page.locator(f"#job-{job_id}:not([data-job])")
     finished.wait_for(timeout=JOB_TIMEOUT)
     assert finished.get_attribute("data-status") == "succeeded", finished.inner_text()
     return job_id
@@ -76,7 +77,7 @@ def test_sign_in_and_out(browse, team):
     page.goto("/jobs")
     page.wait_for_url("**/signin?next=%2Fjobs")
     assert_labelled(page)
-    screenshot(page, "signin")
+    screenshot(page, "flow-signin")
     page.get_by_label("API key").fill("tm_not-a-key")
     console.allow(401, "/signin")
     page.get_by_role("button", name="Sign in").click()
@@ -100,10 +101,10 @@ def test_upload_train_and_read_the_dashboards(browse, team, api, tmp_path):
 
     # The corpus page reloads until a worker has computed the statistics, then plots them.
     page.locator("#heaps").wait_for(timeout=60_000)
-    assert page.locator("#zipf circle").count() > 10
+    assert page.locator("#zipf .chart-wide circle").count() > 10
     statistics = api.get(f"/v1/corpora/{german}").json()["statistics"]
     assert page.locator('[data-stat="distinct_words"]').inner_text() == f"{statistics['distinct_words']:,}"
-    screenshot(page, "corpus")
+    screenshot(page, "flow-corpus")
 
     # A spec the API refuses is refused by the form with the same message, on the same field.
     fill_job_form(page, name, [english, german], 100)
@@ -127,13 +128,14 @@ def test_upload_train_and_read_the_dashboards(browse, team, api, tmp_path):
     assert cell.locator(".fert").inner_text() == f"{expected:.3f}"
     page.get_by_label("Also show characters per token").first.check()
     assert cell.locator(".cpt").is_visible()
-    assert page.locator("#trend polyline").count() == 1 and page.locator("#premium rect").count() >= 8
-    screenshot(page, "fertility")
+    assert page.locator("#trend .chart-wide polyline").count() == 1
+    assert page.locator("#premium .chart-wide rect[data-subject]").count() >= 8
+    screenshot(page, "flow-fertility")
 
     check_playground(page, api, name)
     assert int(page.locator("#diff-added-count").inner_text().replace(",", "")) > 0
-    assert page.locator("#curve polyline").count() == 1  # one curve per version, on its evaluation corpora together
-    screenshot(page, "version")
+    assert page.locator("#curve .chart-wide polyline").count() == 1  # one curve per version, on its evaluation corpora together
+    screenshot(page, "flow-version")
 
     page.goto("/corpora")
     assert page.locator("#corpora-table tbody tr").count() == 2
@@ -142,7 +144,7 @@ def test_upload_train_and_read_the_dashboards(browse, team, api, tmp_path):
     phone, _ = browse(PHONE, key=team.key)
     phone.goto(f"/?tokenizer={name}")
     assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # tables scroll inside
-    screenshot(phone, "fertility-phone")
+    screenshot(phone, "flow-fertility-phone")
 
 
 def check_playground(page: Page, api, name: str) -> None:

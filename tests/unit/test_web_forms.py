@@ -1,10 +1,15 @@
-"""The new-job form is built from TrainingSpec and posts what the API would: defaults, kinds, refusals."""
+"""The new-job form is built from TrainingSpec and posts what the API would: defaults, kinds, refusals,
+the usual fields first, a stored spec filled in, and what the job will do said before it is submitted."""
+
+import uuid
 
 import pytest
 from starlette.datastructures import FormData
 
-from service.web.spec_form import HELP, form_values, spec_fields, spec_from_form
+from service.web.job_advice import advice, vocabulary_ceiling
+from service.web.spec_form import BASIC, HELP, changed_advanced, form_values, spec_fields, spec_from_form, spec_values
 from tokenmill.errors import InvalidInput
+from tokenmill.models import Corpus
 from tokenmill.training.spec import TrainingSpec, resolve_spec
 
 
@@ -52,3 +57,63 @@ def test_refusals_name_the_input_that_holds_the_value(name, value, field):
         resolve_spec(spec_from_form(spec_fields(), FormData([(f"spec.{name}", value)])))
     assert refused.value.field == field
     assert next(f for f in spec_fields() if f.name == name).input_name == field
+
+
+def test_the_form_shows_the_usual_choices_first_and_folds_the_rest():
+    fields = spec_fields()
+    basic = [f.name for f in fields if f.basic]
+    assert set(basic) == set(BASIC) <= set(TrainingSpec.model_fields)
+    assert "vocab_size" in basic and "parity" in basic and "min_frequency" not in basic
+    values = form_values(fields, None)
+    assert not changed_advanced(fields, values)
+    assert changed_advanced(fields, {**values, "min_frequency": "5"})
+    assert not changed_advanced(fields, {**values, "vocab_size": "500"})  # a basic field
+
+
+def test_a_stored_spec_fills_the_form_as_its_own_values():
+    spec = resolve_spec({"vocab_size": 800, "parity": True, "special_tokens": ["<s>", "</s>"]}).model_dump()
+    values = spec_values(spec_fields(), {**spec, "parity": False})
+    assert values["vocab_size"] == "800" and values["parity"] == "false" and values["special_tokens"] == "<s>\n</s>"
+    assert values["pre_tokenizer_regex"] == "" and values["byte_level"] == "true"
+    form = FormData([(f"spec.{name}", value) for name, value in values.items() if value not in ("", "false")])
+    assert resolve_spec(spec_from_form(spec_fields(), form)) == resolve_spec({**spec, "parity": False})
+
+
+def corpus(size: int, words: int | None, characters: int, distinct: int | None, group: str | None = None,
+           language: str = "eng_Latn") -> Corpus:
+    return Corpus(id=uuid.uuid4(), name="c", domain="news", language=language, bytes=size, words=words,
+                  characters=characters, lines=10, parallel_group=group, format="text", sha256=uuid.uuid4().hex,
+                  storage_key=language, statistics={"distinct_words": distinct} if distinct is not None else None)
+
+
+class Texts:
+    """A store holding one text per language (the corpora's storage keys above)."""
+
+    TEXTS = {"eng_Latn": "The boy plays in the garden.\n", "deu_Latn": "Der Junge spielt im Garten.\n",
+             "hin_Deva": "लड़का बगीचे में खेलता है।\n" * 30}
+
+    def iter_chunks(self, key, chunk_size=0, start=0):
+        yield self.TEXTS[key].encode()
+
+
+def test_the_vocabulary_estimate_follows_distinct_words_or_size():
+    assert vocabulary_ceiling([corpus(26_000, 4_000, 25_000, 2_077)]) == 1800  # 0.85 per distinct word
+    chinese = corpus(60_000, 460, 20_000, 450, language="zho_Hans")  # a "word" is a sentence: by size instead
+    assert vocabulary_ceiling([chinese]) == round(9 * 60_000**0.55, -2)
+    assert vocabulary_ceiling([corpus(26_000, 4_000, 25_000, None)]) == round(9 * 26_000**0.55, -2)  # no statistics yet
+
+
+def test_the_advice_says_what_the_job_will_do():
+    small = [corpus(26_000, 4_000, 25_000, 2_077, "g"), corpus(30_000, 4_100, 29_000, 2_300, "g", "deu_Latn")]
+    notes = {a.key: a for a in advice(Texts(), {"vocab_size": "32000"}, small)}
+    assert notes["vocabulary"].kind == "warn" and "will likely stop near 3,700" in notes["vocabulary"].text
+    assert notes["alphabet"].kind == "info" and "parity would give them closer" in notes["parity"].text
+    assert "split" not in notes
+    notes = {a.key: a for a in advice(Texts(), {"vocab_size": "1000", "parity": "true"}, small[:1])}
+    assert notes["vocabulary"].kind == "info" and notes["parity"].kind == "warn"
+    hindi = [corpus(80_000, 9_000, 50_000, 4_000, language="hin_Deva")]
+    assert "cuts 100% of hin_Deva words at combining marks" in {a.key: a for a in advice(Texts(), {}, hindi)}["split"].text
+    assert "split" not in {a.key for a in advice(Texts(), {"pre_tokenizer": "o200k"}, hindi)}
+    refused = advice(Texts(), {"vocab_size": "lots"}, small)
+    assert [a.key for a in refused] == ["refused"] and "spec.vocab_size" in refused[0].text
+    assert [a.key for a in advice(Texts(), {}, [])] == ["summary", "corpora"]

@@ -4,8 +4,12 @@ The latest evaluation of each (subject, corpus) pair counts, where a subject is 
 or a reference tokenizer. Cells aggregate corpora by summing tokens and words (a micro
 average: a large corpus weighs more). Parallel corpora (same `parallel_group`) get a
 premium: tokens in the language / tokens in the pivot, where the pivot is English unless
-the group is written `name@language`. A version's vocabulary-size curve is read back by
-`version_curve` (tokenmill.evaluation.measuring measures it once per version).
+the group is written `name@language`. The /v1 reports give it only where a corpus has as many
+lines as its pivot (line-aligned: line i is the same content); the dashboards ask for the
+corpus-level premium too (`corpus_level=True`), the same ratio of totals for corpora whose
+lines do not align, as the seed article measures it, and say which is which. A version's
+vocabulary-size curve is read back by `version_curve` (tokenmill.evaluation.measuring measures
+it once per version).
 """
 
 import uuid
@@ -20,6 +24,8 @@ from tokenmill.evaluation.references import BASELINES, REFERENCE_NAMES
 from tokenmill.models import Corpus, Evaluation, Team, TokenizerVersion
 
 ENGLISH = ("eng_Latn", "en", "eng", "en_US", "en_GB", "English", "english")
+LINE_ALIGNED = "line-aligned"  # as many lines as the pivot: line i is the same content in both
+CORPUS_LEVEL = "corpus-level"  # lines that do not align: the ratio of the two corpora's totals
 
 Subject = tuple[str, str]  # ("version", "<uuid>") or ("reference", "gpt2")
 
@@ -67,11 +73,14 @@ def _by_corpus(pair: tuple[Evaluation, Corpus]) -> tuple[str, str, str]:
     return corpus.domain, corpus.language, corpus.name
 
 
-def premiums(pairs: list[tuple[Evaluation, Corpus]]) -> dict[tuple[Subject, uuid.UUID], float]:
-    """The premium of every evaluation on a parallel corpus whose pivot the same subject measured.
+def premium_details(pairs: list[tuple[Evaluation, Corpus]],
+                    corpus_level: bool = False) -> dict[tuple[Subject, uuid.UUID], dict[str, Any]]:
+    """The premium of every evaluation on a parallel corpus whose pivot the same subject measured,
+    with what it divides: {"premium", "tokens", "pivot_tokens", "pivot", "measure"}.
 
-    Only corpora with as many lines as their pivot count: line i must be the same content,
-    and a truncated or padded corpus would make the ratio meaningless.
+    A corpus with as many lines as its pivot is `LINE_ALIGNED` (line i is the same content). One
+    with another count, whose ratio compares totals only, is `CORPUS_LEVEL` and left out unless
+    `corpus_level` is asked for.
     """
     pivots: dict[tuple[Subject, str], dict[str, tuple[int, int]]] = defaultdict(dict)
     for evaluation, corpus in pairs:
@@ -83,10 +92,23 @@ def premiums(pairs: list[tuple[Evaluation, Corpus]]) -> dict[tuple[Subject, uuid
         if not corpus.parallel_group:
             continue
         group = pivots[(subject_of(evaluation), corpus.parallel_group)]
-        pivot = next((group[lang] for lang in pivot_language(corpus.parallel_group) if lang in group), None)
-        if pivot and pivot[0] and pivot[1] == corpus.lines:
-            result[(subject_of(evaluation), corpus.id)] = premium(evaluation.metrics["tokens"], pivot[0])
+        language = next((lang for lang in pivot_language(corpus.parallel_group) if lang in group), None)
+        if language is None or not group[language][0]:
+            continue
+        pivot_tokens, pivot_lines = group[language]
+        measure = LINE_ALIGNED if pivot_lines == corpus.lines else CORPUS_LEVEL
+        if measure == CORPUS_LEVEL and not corpus_level:
+            continue
+        tokens = evaluation.metrics["tokens"]
+        result[(subject_of(evaluation), corpus.id)] = {"premium": premium(tokens, pivot_tokens), "tokens": tokens,
+                                                       "pivot_tokens": pivot_tokens, "pivot": language,
+                                                       "measure": measure}
     return result
+
+
+def premiums(pairs: list[tuple[Evaluation, Corpus]], corpus_level: bool = False) -> dict[tuple[Subject, uuid.UUID], float]:
+    """The premium of every evaluation on a parallel corpus (see `premium_details`)."""
+    return {key: detail["premium"] for key, detail in premium_details(pairs, corpus_level).items()}
 
 
 def evaluation_out(evaluation: Evaluation, corpus: Corpus, premium_value: float | None) -> dict[str, Any]:
@@ -156,14 +178,16 @@ def version_label(version: TokenizerVersion) -> str:
     return f"{version.name} v{version.version}" + (" (parity)" if version.spec.get("parity") else "")
 
 
-def fertility_matrix(session: Session, team: Team, name: str | None = None) -> dict[str, Any]:
-    """Rows: versions (newest first) and references; columns: domains, and (domain, language) pairs."""
+def fertility_matrix(session: Session, team: Team, name: str | None = None, *, detailed: bool = False) -> dict[str, Any]:
+    """Rows: versions (newest first) and references; columns: domains, and (domain, language) pairs.
+    `detailed` (the dashboard's view) adds corpus-level premiums and, per row, "premium_detail":
+    by group and language, what `premium_details` says of each premium."""
     query = select(TokenizerVersion).where(TokenizerVersion.team_id == team.id)
     if name:
         query = query.where(TokenizerVersion.name == name)
     versions = list(session.scalars(query.order_by(TokenizerVersion.name, TokenizerVersion.version.desc())))
     pairs = latest_evaluations(session, team, [v.id for v in versions], BASELINES)
-    extra = premiums(pairs)
+    details = premium_details(pairs, corpus_level=detailed)
     by_subject: dict[Subject, list[tuple[Evaluation, Corpus]]] = defaultdict(list)
     for pair in pairs:
         by_subject[subject_of(pair[0])].append(pair)
@@ -181,12 +205,14 @@ def fertility_matrix(session: Session, team: Team, name: str | None = None) -> d
         for evaluation, corpus in own:
             domains[corpus.domain].append((evaluation, corpus))
             languages[f"{corpus.domain}/{corpus.language}"].append((evaluation, corpus))
-        parity: dict[str | None, dict[str, float]] = defaultdict(dict)
+        parity: dict[str | None, dict[str, dict[str, Any]]] = defaultdict(dict)
         for evaluation, corpus in own:
-            if (subject, corpus.id) in extra:
-                parity[corpus.parallel_group][corpus.language] = extra[(subject, corpus.id)]
+            if (subject, corpus.id) in details:
+                parity[corpus.parallel_group][corpus.language] = details[(subject, corpus.id)]
+        premium_by_group = {group: {lang: d["premium"] for lang, d in langs.items()} for group, langs in parity.items()}
         rows.append({**row, "domains": {d: _cell(p) for d, p in domains.items()},
-                     "languages": {k: _cell(p) for k, p in languages.items()}, "premium": parity})
+                     "languages": {k: _cell(p) for k, p in languages.items()}, "premium": premium_by_group,
+                     **({"premium_detail": dict(parity)} if detailed else {})})
     all_domains = sorted({c.domain for _, c in pairs})
     all_languages = sorted({f"{c.domain}/{c.language}" for _, c in pairs})
     return {"domains": all_domains, "languages": all_languages, "rows": rows}

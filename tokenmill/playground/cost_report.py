@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from tokenmill.errors import TokenmillError
 from tokenmill.evaluation.references import REFERENCE_NAMES, load_reference
-from tokenmill.evaluation.reports import Subject, latest_evaluations, pivot_language, premiums, subject_of
+from tokenmill.evaluation.reports import Subject, latest_evaluations, pivot_language, premium_details, subject_of
 from tokenmill.evaluation.token_counts import CLIP, combined_counts
 from tokenmill.models import Corpus, Evaluation, Team, TokenizerVersion
 from tokenmill.playground.cost_probes import probe
@@ -84,12 +84,14 @@ def subjects(row: TokenizerVersion) -> list[dict[str, Any]]:
         for name in REFERENCE_NAMES]
 
 
-def measured_costs(session: Session, store: ObjectStore, team: Team, row: TokenizerVersion) -> dict[str, Any]:
+def measured_costs(session: Session, store: ObjectStore, team: Team, row: TokenizerVersion,
+                   detailed: bool = False) -> dict[str, Any]:
     """The sections read from stored evaluations: language tax, continued words, ghost tokens.
     Kept until the team's evaluations change (reading every evaluation's token counts is the
-    report's cost: a report asked for in a loop must not pay it each time)."""
-    key = ("measured", row.id, evaluations_stamp(session, team))
-    return _cached(key, lambda: _measured_costs(session, store, team, row))
+    report's cost: a report asked for in a loop must not pay it each time). `detailed` (the
+    dashboard's view) adds the language tax's tokens and measures (see `language_tax`)."""
+    key = ("measured" + (" detailed" if detailed else ""), row.id, evaluations_stamp(session, team))
+    return _cached(key, lambda: _measured_costs(session, store, team, row, detailed))
 
 
 def evaluations_stamp(session: Session, team: Team) -> str:
@@ -100,7 +102,8 @@ def evaluations_stamp(session: Session, team: Team) -> str:
     return f"{count}:{newest}"
 
 
-def _measured_costs(session: Session, store: ObjectStore, team: Team, row: TokenizerVersion) -> dict[str, Any]:
+def _measured_costs(session: Session, store: ObjectStore, team: Team, row: TokenizerVersion,
+                    detailed: bool) -> dict[str, Any]:
     pairs = _evaluated_together(latest_evaluations(session, team, [row.id]), row.id)
     by_subject = _by_subject(pairs)
     corpora = sorted({c.id: c for _, c in pairs}.values(), key=lambda c: (c.domain, c.language, c.name))
@@ -111,7 +114,7 @@ def _measured_costs(session: Session, store: ObjectStore, team: Team, row: Token
         "name": row.name, "version": row.version, "subjects": subjects(row),
         "corpora": [{"id": str(c.id), "name": c.name, "domain": c.domain, "language": c.language,
                      "parallel_group": c.parallel_group} for c in corpora],
-        "language_tax": language_tax(pairs),
+        "language_tax": language_tax(pairs, detailed),
         "continued_word_rate": per_language(by_subject, "continued_word_rate"),
         "ghost_tokens": {"clip": CLIP, "subjects": ghosts},
     }
@@ -136,12 +139,15 @@ def _evaluated_together(pairs: list[Pair], version_id: uuid.UUID) -> list[Pair]:
 
 # ---- from the stored evaluations -------------------------------------------------------------
 
-def language_tax(pairs: list[Pair]) -> dict[str, Any]:
-    """Premium of each language of each parallel group per subject, and characters per token per language."""
-    extra = premiums(pairs)
-    by_corpus: dict[uuid.UUID, dict[str, float]] = defaultdict(dict)
-    for (subject, corpus_id), value in extra.items():
-        by_corpus[corpus_id][subject_key(subject)] = value
+def language_tax(pairs: list[Pair], detailed: bool = False) -> dict[str, Any]:
+    """Premium of each language of each parallel group per subject, and characters per token per language.
+
+    `detailed` adds the corpus-level premium of languages whose lines do not align with the pivot's
+    and, per language, "tokens" (per subject) and "measure" (line-aligned or corpus-level)."""
+    details = premium_details(pairs, corpus_level=detailed)
+    by_corpus: dict[uuid.UUID, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for (subject, corpus_id), detail in details.items():
+        by_corpus[corpus_id][subject_key(subject)] = detail
     groups: dict[str, dict[str, Corpus]] = defaultdict(dict)
     for _, corpus in pairs:
         if corpus.parallel_group:
@@ -150,9 +156,15 @@ def language_tax(pairs: list[Pair]) -> dict[str, Any]:
     for group, languages in sorted(groups.items()):
         pivot = next((lang for lang in pivot_language(group) if lang in languages), None)
         order = sorted(languages, key=lambda lang: (lang != pivot, lang))
-        out.append({"group": group, "pivot": pivot, "languages": [
-            {"language": lang, "corpus_id": str(languages[lang].id), "corpus": languages[lang].name,
-             "premium": _ordered(by_corpus.get(languages[lang].id, {}))} for lang in order]})
+        rows: list[dict[str, Any]] = []
+        for lang in order:
+            measured = by_corpus.get(languages[lang].id, {})
+            rows.append({"language": lang, "corpus_id": str(languages[lang].id), "corpus": languages[lang].name,
+                         "premium": _ordered({key: d["premium"] for key, d in measured.items()})})
+            if detailed:
+                rows[-1]["tokens"] = _ordered({key: d["tokens"] for key, d in measured.items()})
+                rows[-1]["measure"] = next((str(d["measure"]) for d in measured.values()), None)
+        out.append({"group": group, "pivot": pivot, "languages": rows})
     return {"groups": out, "chars_per_token": per_language(_by_subject(pairs), "chars_per_token")}
 
 

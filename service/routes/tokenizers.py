@@ -175,7 +175,7 @@ def read_report(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, na
     measured = measured_costs(session, store, team, row)
     session.commit()  # the probes' sandbox encodes may take their time limit: hold no database connection meanwhile
     report = CostReportOut.model_validate(combine(measured, probed_costs(store, row)))
-    body = report.model_dump_json().encode()
+    body = report.model_dump_json(by_alias=True).encode()
     if not report.unavailable:  # a probe cut short is tried again next time
         _REPORTS.put(key, body)
     return Response(body, media_type="application/json")

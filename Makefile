@@ -45,7 +45,8 @@ bench: install
 # Refresh the README's screenshots from a browser test run (tests never write to docs/).
 docs: install
 	$(BIN)/python -m pytest tests/browser
-	cp build/screenshots/*.png docs/
+	# Only the screenshots the documents show (build/screenshots holds more, some of them megabytes).
+	for png in docs/*.png; do cp build/screenshots/$$(basename $$png) docs/ 2>/dev/null || true; done
 
 clean:
 	rm -rf $(VENV) .tokenmill

@@ -148,3 +148,21 @@ def test_the_script_asks_for_advice_with_the_forms_token(site):
     answer = client.post("/jobs/new/advice", data={**fields, "csrf_token": site["token"]},
                          headers={"Accept": "application/json"})
     assert answer.status_code == 200 and 'data-advice="summary"' in answer.json()["html"]
+
+
+def test_the_team_page_shows_quotas_and_use(app_client, sessionmaker):
+    from tokenmill.quotas import set_quotas
+
+    team, key = make_team(sessionmaker)
+    with transaction(sessionmaker) as session:
+        set_quotas(session, team.id, {"corpora": 7})
+    with TestClient(app_client.app) as client:
+        uploaded = client.post("/v1/corpora", headers={"Authorization": f"Bearer {key}"},
+                               data={"name": "c", "domain": "news", "language": "eng_Latn"},
+                               files={"file": ("c.txt", io.BytesIO(b"one line\n"))})
+        assert uploaded.status_code == 201, uploaded.text
+        sign_in(client, key)
+        page = client.get("/team")
+    assert page.status_code == 200
+    row = re.search(r'data-quota="corpora">(.*?)</tr>', page.text, re.S).group(1)
+    assert re.findall(r'class="num">([^<]*)<', row) == ["7", "1"]

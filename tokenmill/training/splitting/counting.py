@@ -1,0 +1,234 @@
+"""Pieces of the preset patterns, split and counted in compiled code: what `regex.findall` with
+the preset's exact pattern and a `Counter` give, about ten times faster (BENCHMARKS.md, "Split
+speed").
+
+- `preset_of(pattern)`: which preset a pattern is (the spec's `regex_pattern`), or None: a custom
+  regex keeps the `regex` path.
+- `split(text, preset)`: one text's pieces (tests, and anything that wants the strings).
+- `PieceCounter`: counts the pieces of batches of texts in a compiled hash table; its
+  `arrays()` are what a training child sends back (each piece's length in bytes, its count,
+  their bytes end to end), its `counter()` a `Counter[str]`.
+- `count(documents, split)`: `spills.count`'s signature and result, compiled where the split is
+  a preset's (`compiled_preset`), so a counting child switches with one line.
+
+The input is UTF-8 bytes, a batch of texts at a time: the texts cross a child's pipe as UTF-8,
+the learner wants UTF-8, and a distinct piece is kept as the bytes it was read from, so nothing
+is converted twice and no str is made per piece. Deliberately not handled: normalization (a
+split with a normalizer is not recognized; `count` falls back to it), and patterns other than
+the three presets, byte for byte.
+"""
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from functools import cache
+from itertools import accumulate
+from queue import Queue
+from threading import Thread
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import regex
+
+from tokenmill.training import spills
+from tokenmill.training.patterns import CL100K_PAT_STR, PATTERNS
+from tokenmill.training.splitting import piece_table, scanner
+from tokenmill.training.splitting.classes import table
+from tokenmill.training.text_frames import batches
+
+NUMBERS = {"gpt2": scanner.GPT2, "cl100k": scanner.CL100K, "o200k": scanner.O200K}
+# The patterns each preset's scanner is proven equal to (tests/unit/test_splitter.py): PATTERNS',
+# and tiktoken's own cl100k (\p{N}{1,3}+, possessive in `regex`, matches as \p{N}{1,3} there).
+_PRESETS = {PATTERNS["gpt2"]: "gpt2", PATTERNS["cl100k"]: "cl100k", CL100K_PAT_STR: "cl100k", PATTERNS["o200k"]: "o200k"}
+
+Int64s = npt.NDArray[np.int64]
+Uint8s = npt.NDArray[np.uint8]
+Counts = tuple[Int64s, Int64s, Uint8s]  # each piece's length in bytes, its count, their bytes end to end
+
+
+def preset_of(pattern: str) -> str | None:
+    """The preset whose compiled splitter gives `regex.findall(pattern, text)`, or None."""
+    return _PRESETS.get(pattern)
+
+
+def compiled_preset(split: spills.Split) -> str | None:
+    """The preset a split is, when it is `spills.split_by`'s for a preset without a normalizer
+    (the bound `findall` of the compiled pattern, default flags), else None."""
+    owner = getattr(split, "__self__", None)
+    if not isinstance(owner, regex.Pattern) or getattr(split, "__name__", None) != "findall":
+        return None
+    preset = preset_of(owner.pattern)
+    return preset if preset is not None and owner.flags == regex.compile(owner.pattern).flags else None
+
+
+@cache
+def _table() -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint16]]:
+    return table()
+
+
+def encoded(texts: Sequence[str]) -> tuple[Uint8s, Int64s]:
+    """The texts' UTF-8 bytes end to end (a lone surrogate as its three bytes), and each one's length in characters."""
+    data = np.frombuffer("".join(texts).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    return data, np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+
+
+def decoded(data: Uint8s) -> tuple[npt.NDArray[np.uint16], Int64s]:
+    index, rows = _table()
+    classes = np.empty(len(data), dtype=np.uint16)  # at most one character per byte
+    offsets = np.empty(len(data) + 1, dtype=np.int64)
+    characters = scanner.decode(data, index, rows, classes, offsets)
+    return classes[:characters], offsets[:characters + 1]
+
+
+def split_all(texts: Sequence[str], preset: str) -> list[list[str]]:
+    """Each text's pieces: `[regex.findall(pattern, text) for text in texts]` for the preset's pattern."""
+    data, text_chars = encoded(texts)
+    classes, _ = decoded(data)
+    ends = scanner.piece_ends(classes, text_chars, NUMBERS[preset]).tolist()
+    joined = "".join(texts)
+    out: list[list[str]] = []
+    at = 0
+    for first, last in zip([0, *accumulate(text_chars.tolist())], accumulate(text_chars.tolist())):
+        pieces = []
+        while at < len(ends) and ends[at] <= last:
+            pieces.append(joined[first:ends[at]])
+            first = ends[at]
+            at += 1
+        out.append(pieces)
+    return out
+
+
+def split(text: str, preset: str) -> list[str]:
+    """The text's pieces: `regex.findall(pattern, text)` for the preset's pattern."""
+    return split_all([text], preset)[0]
+
+
+class PieceCounter:
+    """How often each piece of a preset's split occurs in the texts given so far."""
+
+    def __init__(self, preset: str) -> None:
+        self.preset = NUMBERS[preset]
+        self._rows = np.zeros((1 << 15, 2), dtype=np.int64)  # per slot: a piece's code (0: free) and count
+        self._numbers = np.zeros(1 << 15, dtype=np.int32)  # per slot: the piece's number
+        self._starts = np.zeros((1 << 14) + 1, dtype=np.int64)  # per number: where its bytes start in the keys
+        self._keys = np.zeros(1 << 17, dtype=np.uint8)
+        self._sizes = np.zeros(2, dtype=np.int64)  # pieces, key bytes
+
+    def __len__(self) -> int:
+        return int(self._sizes[0])
+
+    def add(self, texts: Sequence[str]) -> None:
+        """Count the pieces of these texts (a batch: one call of the compiled loops)."""
+        self.add_utf8(*encoded(texts))
+
+    def add_utf8(self, data: Uint8s, text_chars: Int64s) -> None:
+        """Count the pieces of texts given as `encoded` gives them."""
+        padded = np.zeros(len(data) + piece_table.WORD, dtype=np.uint8)  # read 8 bytes at a time (and writable)
+        padded[:len(data)] = data
+        classes, offsets = decoded(padded[:len(data)])
+        ends, codes = piece_table.codes(padded, offsets, scanner.piece_ends(classes, text_chars, self.preset))
+        del classes, offsets
+        at = np.zeros(1, dtype=np.int64)
+        while piece_table.count(padded, ends, codes, at, self._rows, self._numbers, self._starts, self._keys,
+                                self._sizes) == piece_table.ROOM:
+            self._grow(len(data) - int(ends[at[0] - 1] if at[0] else 0))
+
+    def _grow(self, bytes_left: int) -> None:
+        # Twice the slots, or twice the numbers, or room for the bytes of the batch still to count.
+        pieces, key_bytes = int(self._sizes[0]), int(self._sizes[1])
+        if 2 * (pieces + 1) > len(self._numbers):
+            self._rows, self._numbers = piece_table.rehashed(self._rows, self._numbers, 2 * len(self._numbers))
+        if pieces + 1 >= len(self._starts):
+            self._starts = _resized(self._starts, 2 * len(self._starts) - 1)
+        if key_bytes + bytes_left + piece_table.WORD > len(self._keys):
+            self._keys = _resized(self._keys, max(2 * len(self._keys), key_bytes + bytes_left + piece_table.WORD))
+
+    def arrays(self) -> Counts:
+        """Each piece's length in bytes and its count, and their bytes end to end, in the order first seen."""
+        pieces, key_bytes = int(self._sizes[0]), int(self._sizes[1])
+        return (np.diff(self._starts[:pieces + 1]), piece_table.counts_by_number(self._rows, self._numbers, pieces),
+                self._keys[:key_bytes].copy())
+
+    def counter(self) -> Counter[str]:
+        """The counts as `spills.count` gives them."""
+        lengths, counts, data = self.arrays()
+        if not len(lengths):
+            return Counter()
+        text = data.tobytes().decode("utf-8", "surrogatepass")
+        # Where each piece ends in characters: the bytes up to its end that do not continue a character.
+        heads = np.cumsum((data & 0xC0) != 0x80)
+        ends = heads[np.cumsum(lengths) - 1].tolist()
+        counter: Counter[str] = Counter()
+        dict.update(counter, zip([text[first:last] for first, last in zip([0, *ends], ends)], counts.tolist()))
+        return counter
+
+
+def _resized(values: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
+    bigger = np.zeros(size, dtype=values.dtype)
+    bigger[:len(values)] = values
+    return bigger
+
+
+def counted(documents: Iterable[str], preset: str) -> PieceCounter:
+    """The preset's pieces of the documents, counted a batch (`text_frames.batches`) at a time."""
+    counter = PieceCounter(preset)
+    for batch in batches(documents):
+        counter.add(batch)
+    return counter
+
+
+def counted_frames(found: Iterable[bytes], preset: str) -> PieceCounter:
+    """The preset's pieces of the texts `text_frames.write_texts` wrote, counted from its frames
+    as they are (each batch's lengths, then its UTF-8): no str is made of them."""
+    counter = PieceCounter(preset)
+    found = iter(found)
+    for lengths in found:
+        data = np.frombuffer(next(found), dtype=np.uint8)
+        counter.add_utf8(data, np.frombuffer(lengths, dtype=np.uint32).astype(np.int64))
+    return counter
+
+
+def counted_in_threads(documents: Iterable[str], preset: str, threads: int) -> Counts:
+    """The preset's pieces of the documents counted by `threads` threads of this process (the
+    compiled loops release the GIL; this thread reads the documents meanwhile): each thread's
+    `arrays()`, one after the other, so a piece two threads saw comes twice (as from two
+    counting children: the merge learner adds the copies up)."""
+    queue: Queue[list[str] | None] = Queue(maxsize=threads)
+    counters = [PieceCounter(preset) for _ in range(max(1, threads))]
+    failed: list[BaseException] = []
+
+    def work(counter: PieceCounter) -> None:
+        try:
+            while (batch := queue.get()) is not None:
+                counter.add(batch)
+        except BaseException as exc:
+            failed.append(exc)
+            while queue.get() is not None:  # keep taking batches, so the reader never blocks on a full queue
+                pass
+
+    workers = [Thread(target=work, args=(counter,), daemon=True, name="tokenmill-split") for counter in counters]
+    for worker in workers:
+        worker.start()
+    try:
+        for batch in batches(documents):
+            queue.put(batch)
+            if failed:
+                break
+    finally:
+        for _ in workers:
+            queue.put(None)
+        for worker in workers:
+            worker.join()
+    if failed:
+        raise failed[0]
+    parts = [counter.arrays() for counter in counters]
+    lengths, counts, data = (np.concatenate([part[i] for part in parts]) for i in range(3))
+    return lengths, counts, data.astype(np.uint8, copy=False)
+
+
+def count(documents: Iterable[str], split: spills.Split) -> Counter[str]:
+    """`spills.count(documents, split)`, compiled when the split is a preset's (`compiled_preset`)."""
+    preset = compiled_preset(split)
+    if preset is None:
+        return spills.count(documents, split)
+    return counted(documents, preset).counter()

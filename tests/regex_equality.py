@@ -48,7 +48,7 @@ def compare(texts: list[str], preset: str, pattern: str) -> Compared:
     """The texts split by the splitter and by `regex.findall(pattern, ·)`."""
     data, text_chars = encoded(texts)
     classes, _ = decoded(data)
-    ours = np.diff(scanner.piece_ends(classes, text_chars, NUMBERS[preset]), prepend=0)
+    ours = np.diff(scanner.piece_ends(classes, np.arange(len(classes) + 1), text_chars, NUMBERS[preset]), prepend=0)
     findall = regex.compile(pattern).findall
     theirs = []
     for text in texts:

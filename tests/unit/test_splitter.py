@@ -230,7 +230,8 @@ def test_equal_codes_of_different_pieces_are_kept_apart():
     rows, numbers = np.zeros((16, 2), dtype=np.int64), np.zeros(16, dtype=np.int32)
     starts, keys, sizes = np.zeros(9, dtype=np.int64), np.zeros(128, dtype=np.uint8), np.zeros(2, dtype=np.int64)
     at = np.zeros(1, dtype=np.int64)
-    assert piece_table.count(data, ends, codes, at, rows, numbers, starts, keys, sizes) == piece_table.DONE
+    once = np.zeros(0, dtype=np.int64)
+    assert piece_table.count(data, ends, codes, once, at, rows, numbers, starts, keys, sizes) == piece_table.DONE
     assert sizes[0] == 4 and sorted(rows[rows[:, 0] != 0, 1].tolist()) == [1, 1, 1, 2]
 
 
@@ -276,3 +277,19 @@ def test_the_shared_corpora_split_as_regex():
                            "o200k"], cwd=REPO, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert " 0 differ" in done.stdout
+
+
+@pytest.mark.parametrize("preset", ["gpt2", "cl100k", "o200k"])
+def test_the_splitters_counts_learn_library_tokenmills_tokenizer(documents, preset):
+    # What the integration promises: the same merges, so byte-identical files.
+    from tokenmill.training.merge_learner import learn_merges_of
+    from tokenmill.training.spec import resolve_spec
+    from tokenmill.training.with_rustbpe import to_tokenizer
+    from tokenmill.training.with_tokenmill import merges_wanted, train_tokenmill
+
+    texts = documents[:20_000]
+    spec = resolve_spec({"library": "tokenmill", "vocab_size": 1500, "pre_tokenizer": preset,
+                         "special_tokens": ["<|endoftext|>"]})
+    lengths, counts, data = counted_in_threads(texts, preset_of(spec.regex_pattern), 2)
+    ours = to_tokenizer(spec, learn_merges_of(data, lengths, counts, merges_wanted(spec)))
+    assert ours.to_str() == train_tokenmill(spec, texts, processes=2).to_str()

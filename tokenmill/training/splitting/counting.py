@@ -1,21 +1,26 @@
 """Pieces of the preset patterns, split and counted in compiled code: what `regex.findall` with
-the preset's exact pattern and a `Counter` give, about ten times faster (BENCHMARKS.md, "Split
-speed").
+the preset's exact pattern and a `Counter` give, 8-13 times faster a process (benchmarks/split_speed.py).
 
 - `preset_of(pattern)`: which preset a pattern is (the spec's `regex_pattern`), or None: a custom
   regex keeps the `regex` path.
-- `split(text, preset)`: one text's pieces (tests, and anything that wants the strings).
-- `PieceCounter`: counts the pieces of batches of texts in a compiled hash table; its
-  `arrays()` are what a training child sends back (each piece's length in bytes, its count,
-  their bytes end to end), its `counter()` a `Counter[str]`.
+- `split(text, preset)`, `split_all(texts, preset)`: the pieces as str (tests, and anything that
+  wants the strings).
+- `PieceCounter`: counts the pieces of batches of texts in a compiled hash table
+  (`piece_table`); its `arrays()` are what a training child sends back (each piece's length in
+  bytes, its count, their bytes end to end), its `counter()` a `Counter[str]`.
+- `counted(documents, preset)`: a PieceCounter of the documents, a batch at a time;
+  `counted_frames(frames, preset)`: of the frames `text_frames` sends a child, read as they
+  are; `counted_in_threads(documents, preset, threads)`: on several threads of this process.
 - `count(documents, split)`: `spills.count`'s signature and result, compiled where the split is
   a preset's (`compiled_preset`), so a counting child switches with one line.
+- `warm_up()`: every compiled loop compiled or loaded now.
 
 The input is UTF-8 bytes, a batch of texts at a time: the texts cross a child's pipe as UTF-8,
 the learner wants UTF-8, and a distinct piece is kept as the bytes it was read from, so nothing
-is converted twice and no str is made per piece. Deliberately not handled: normalization (a
-split with a normalizer is not recognized; `count` falls back to it), and patterns other than
-the three presets, byte for byte.
+is converted twice and no str is made per piece (but by `counter()`, which makes one per
+distinct piece: half the time `count` takes). Deliberately not handled: normalization (a split
+with a normalizer is not recognized; `count` falls back to it), and patterns other than the
+three presets, byte for byte.
 """
 
 from collections import Counter
@@ -73,6 +78,7 @@ def encoded(texts: Sequence[str]) -> tuple[Uint8s, Int64s]:
 
 
 def decoded(data: Uint8s) -> tuple[npt.NDArray[np.uint16], Int64s]:
+    """Each character's class, and where each starts in the data (and where the last ends)."""
     index, rows = _table()
     classes = np.empty(len(data), dtype=np.uint16)  # at most one character per byte
     offsets = np.empty(len(data) + 1, dtype=np.int64)
@@ -84,7 +90,7 @@ def split_all(texts: Sequence[str], preset: str) -> list[list[str]]:
     """Each text's pieces: `[regex.findall(pattern, text) for text in texts]` for the preset's pattern."""
     data, text_chars = encoded(texts)
     classes, _ = decoded(data)
-    ends = scanner.piece_ends(classes, text_chars, NUMBERS[preset]).tolist()
+    ends = scanner.piece_ends(classes, np.arange(len(classes) + 1), text_chars, NUMBERS[preset]).tolist()
     joined = "".join(texts)
     out: list[list[str]] = []
     at = 0
@@ -123,15 +129,23 @@ class PieceCounter:
 
     def add_utf8(self, data: Uint8s, text_chars: Int64s) -> None:
         """Count the pieces of texts given as `encoded` gives them."""
-        padded = np.zeros(len(data) + piece_table.WORD, dtype=np.uint8)  # read 8 bytes at a time (and writable)
-        padded[:len(data)] = data
+        padded = _padded(data)
         classes, offsets = decoded(padded[:len(data)])
-        ends, codes = piece_table.codes(padded, offsets, scanner.piece_ends(classes, text_chars, self.preset))
+        ends = scanner.piece_ends(classes, offsets, text_chars, self.preset)
         del classes, offsets
+        self._count(padded, ends, _ONCE)
+
+    def add_counts(self, counts: Counts) -> None:
+        """Add counts as `arrays()` gives them (another counter's, say)."""
+        lengths, seen, data = counts
+        self._count(_padded(data), np.cumsum(lengths), np.ascontiguousarray(seen, dtype=np.int64))
+
+    def _count(self, padded: Uint8s, ends: Int64s, weights: Int64s) -> None:
+        codes = piece_table.codes(padded, ends)
         at = np.zeros(1, dtype=np.int64)
-        while piece_table.count(padded, ends, codes, at, self._rows, self._numbers, self._starts, self._keys,
+        while piece_table.count(padded, ends, codes, weights, at, self._rows, self._numbers, self._starts, self._keys,
                                 self._sizes) == piece_table.ROOM:
-            self._grow(len(data) - int(ends[at[0] - 1] if at[0] else 0))
+            self._grow(len(padded) - int(ends[at[0] - 1] if at[0] else 0))
 
     def _grow(self, bytes_left: int) -> None:
         # Twice the slots, or twice the numbers, or room for the bytes of the batch still to count.
@@ -163,6 +177,16 @@ class PieceCounter:
         return counter
 
 
+_ONCE = np.zeros(0, dtype=np.int64)  # no weights: each piece seen once
+
+
+def _padded(data: Uint8s) -> Uint8s:
+    # A copy with 8 more bytes: the compiled loops read 8 bytes at a time (and want it writable).
+    padded = np.zeros(len(data) + piece_table.WORD, dtype=np.uint8)
+    padded[:len(data)] = data
+    return padded
+
+
 def _resized(values: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
     bigger = np.zeros(size, dtype=values.dtype)
     bigger[:len(values)] = values
@@ -190,9 +214,8 @@ def counted_frames(found: Iterable[bytes], preset: str) -> PieceCounter:
 
 def counted_in_threads(documents: Iterable[str], preset: str, threads: int) -> Counts:
     """The preset's pieces of the documents counted by `threads` threads of this process (the
-    compiled loops release the GIL; this thread reads the documents meanwhile): each thread's
-    `arrays()`, one after the other, so a piece two threads saw comes twice (as from two
-    counting children: the merge learner adds the copies up)."""
+    compiled loops release the GIL; this thread reads the documents meanwhile), their tables
+    added up into one at the end: its `arrays()`."""
     queue: Queue[list[str] | None] = Queue(maxsize=threads)
     counters = [PieceCounter(preset) for _ in range(max(1, threads))]
     failed: list[BaseException] = []
@@ -221,9 +244,29 @@ def counted_in_threads(documents: Iterable[str], preset: str, threads: int) -> C
             worker.join()
     if failed:
         raise failed[0]
-    parts = [counter.arrays() for counter in counters]
-    lengths, counts, data = (np.concatenate([part[i] for part in parts]) for i in range(3))
-    return lengths, counts, data.astype(np.uint8, copy=False)
+    total = counters.pop(0)
+    while counters:
+        total.add_counts(counters.pop().arrays())
+    return total.arrays()
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) every compiled loop now, each preset's, the table's
+    growth too: a process that counts calls this before it forks, or before it is timed."""
+    words = [" ".join(_letters(n) for n in range(at, at + 1000)) for at in range(0, 40_000, 1000)]
+    for preset in NUMBERS:
+        counter = counted(words, preset)
+        counter.counter()
+        split_all(words[:1], preset)
+
+
+def _letters(n: int) -> str:
+    out = ""
+    while True:
+        n, digit = divmod(n, 26)
+        out += chr(ord("a") + digit)
+        if not n:
+            return out
 
 
 def count(documents: Iterable[str], split: spills.Split) -> Counter[str]:

@@ -69,16 +69,12 @@ def _log2(size: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def codes(data: Uint8s, offsets: Int64s, char_ends: Int64s) -> tuple[Int64s, Int64s]:
-    """Where each piece ends in the data (its byte offset: piece k is data[ends[k - 1]:ends[k]],
-    the first from 0), and its code, from where it ends in characters (`offsets`: each
-    character's first byte)."""
-    ends = np.empty(len(char_ends), dtype=np.int64)
-    out = np.empty(len(char_ends), dtype=np.int64)
+def codes(data: Uint8s, ends: Int64s) -> Int64s:
+    """Each piece's code; piece k is data[ends[k - 1]:ends[k]] (the first from 0)."""
+    out = np.empty(len(ends), dtype=np.int64)
     first = 0
-    for k in range(len(char_ends)):
-        last = offsets[char_ends[k]]
-        ends[k] = last
+    for k in range(len(ends)):
+        last = ends[k]
         length = last - first
         if length <= PACKED:
             code = _word(data, first) & (np.uint64(1) << np.uint64(8 * length)) - np.uint64(1)  # type: ignore[call-arg]
@@ -92,23 +88,26 @@ def codes(data: Uint8s, offsets: Int64s, char_ends: Int64s) -> tuple[Int64s, Int
             value = (value ^ _word(data, last - 8)) * GOLDEN  # type: ignore[call-arg]
             out[k] = np.int64((value >> np.uint64(2)) | np.uint64(1 << 62))
         first = last
-    return ends, out
+    return out
 
 
 @njit(cache=True, nogil=True)
-def count(data: Uint8s, ends: Int64s, piece_codes: Int64s, at: Int64s, rows: Int64s, numbers: Int32s,
-          starts: Int64s, keys: Uint8s, sizes: Int64s) -> int:
+def count(data: Uint8s, ends: Int64s, piece_codes: Int64s, weights: Int64s, at: Int64s, rows: Int64s,
+          numbers: Int32s, starts: Int64s, keys: Uint8s, sizes: Int64s) -> int:
     """Count pieces at[0], at[0] + 1, ... of the batch (see `codes`) into the table (`sizes`:
-    its pieces and key bytes). Returns DONE, or ROOM with at[0] the piece that did not fit."""
+    its pieces and key bytes), each seen once or, when there are `weights`, weights[k] times.
+    Returns DONE, or ROOM with at[0] the piece that did not fit."""
     mask = len(numbers) - 1
     shift = np.uint64(64 - _log2(len(numbers)))
     pieces, key_bytes = sizes[0], sizes[1]
+    weighted = len(weights) > 0
     k = at[0]
     status = DONE
     while k < len(ends):
         if k + AHEAD < len(ends):
             _prefetch(rows, 2 * np.int64((np.uint64(piece_codes[k + AHEAD]) * GOLDEN) >> shift))  # type: ignore[call-arg]
         code = piece_codes[k]
+        weight = weights[k] if weighted else 1
         first = ends[k - 1] if k > 0 else 0
         last = ends[k]
         length = last - first
@@ -118,7 +117,7 @@ def count(data: Uint8s, ends: Int64s, piece_codes: Int64s, at: Int64s, rows: Int
                 if 2 * (pieces + 1) > len(numbers) or pieces + 1 >= len(starts) or key_bytes + length + WORD > len(keys):
                     status = ROOM
                     break
-                rows[slot, 0], rows[slot, 1] = code, 1
+                rows[slot, 0], rows[slot, 1] = code, weight
                 numbers[slot] = pieces
                 for b in range(length):
                     keys[key_bytes + b] = data[first + b]
@@ -137,7 +136,7 @@ def count(data: Uint8s, ends: Int64s, piece_codes: Int64s, at: Int64s, rows: Int
                                 same = False
                                 break
                 if same:
-                    rows[slot, 1] += 1
+                    rows[slot, 1] += weight
                     break
             slot = (slot + 1) & mask
         if status == ROOM:

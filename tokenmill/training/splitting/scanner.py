@@ -101,23 +101,26 @@ def _after(classes: Uint16s, i: int, end: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def piece_ends(classes: Uint16s, text_chars: Int64s, preset: int) -> Int64s:
-    """Where each piece of the texts ends (a character index of the batch), text after text."""
+def piece_ends(classes: Uint16s, offsets: Int64s, text_chars: Int64s, preset: int) -> Int64s:
+    """Where each piece of the texts ends, text after text: offsets[the character after it]
+    (`decode`'s offsets: its end in bytes; 0, 1, 2, ...: in characters)."""
     ends = np.empty(int(text_chars.sum()), dtype=np.int64)
     if preset == GPT2:
-        pieces = _gpt2(classes, text_chars, ends)
+        pieces = _gpt2(classes, offsets, text_chars, ends)
     elif preset == CL100K:
-        pieces = _cl100k(classes, text_chars, ends)
+        pieces = _cl100k(classes, offsets, text_chars, ends)
     else:
-        pieces = _o200k(classes, text_chars, ends)
+        pieces = _o200k(classes, offsets, text_chars, ends)
     return ends[:pieces]
 
 
-# The scanners: one loop each, a piece per step (the loop body is the pattern's alternatives
-# in order; written out rather than calling helpers, which numba compiles to code twice as slow).
+# The scanners: one loop each, a piece per step. The class of a piece's first character (and of
+# the next) decides which of the pattern's alternatives matches first, so each step branches on
+# it, commonest first; the comments say why the order is the pattern's. Written out rather than
+# calling helpers: numba made twice as slow a loop of those (123 ms for 20 MB against 62 ms).
 
 @njit(cache=True, nogil=True)
-def _gpt2(classes: Uint16s, text_chars: Int64s, ends: Int64s) -> int:
+def _gpt2(classes: Uint16s, offsets: Int64s, text_chars: Int64s, ends: Int64s) -> int:
     # '(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s
     m = 0
     begin = 0
@@ -151,7 +154,7 @@ def _gpt2(classes: Uint16s, text_chars: Int64s, ends: Int64s) -> int:
                     j += 1
                 if j < end and j - 1 > i:
                     j -= 1
-            ends[m] = j
+            ends[m] = offsets[j]
             m += 1
             i = j
         begin = end
@@ -159,7 +162,7 @@ def _gpt2(classes: Uint16s, text_chars: Int64s, ends: Int64s) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _cl100k(classes: Uint16s, text_chars: Int64s, ends: Int64s) -> int:
+def _cl100k(classes: Uint16s, offsets: Int64s, text_chars: Int64s, ends: Int64s) -> int:
     # '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|
     # \s+(?!\S)|\s  (PATTERNS' cl100k; tiktoken's own \p{N}{1,3}+ matches the same)
     m = 0
@@ -201,7 +204,7 @@ def _cl100k(classes: Uint16s, text_chars: Int64s, ends: Int64s) -> int:
                     while k >= i and not classes[k] & NEWLINE:
                         k -= 1
                     j = k + 1 if k >= i else j - 1 if j - 1 > i else i + 1
-            ends[m] = j
+            ends[m] = offsets[j]
             m += 1
             i = j
         begin = end
@@ -209,7 +212,7 @@ def _cl100k(classes: Uint16s, text_chars: Int64s, ends: Int64s) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _o200k(classes: Uint16s, text_chars: Int64s, ends: Int64s) -> int:
+def _o200k(classes: Uint16s, offsets: Int64s, text_chars: Int64s, ends: Int64s) -> int:
     # [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
     # [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
     # \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
@@ -274,7 +277,7 @@ def _o200k(classes: Uint16s, text_chars: Int64s, ends: Int64s) -> int:
                     j = k + 1
                 elif j < end and j - 1 > i:
                     j -= 1
-            ends[m] = j
+            ends[m] = offsets[j]
             m += 1
             i = j
         begin = end

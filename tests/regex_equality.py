@@ -7,9 +7,9 @@ order and never overlap, so then they cover every text without a gap).
 
 Run on every file of the shared corpora, each read whole, its lines as documents (what
 training counts) and the file in slices of 65,536 characters as documents (many lines each, so
-\\n and the end of a document fall everywhere), every pattern, a process per core (8 minutes
-on 2 shared cores; the slow test in tests/unit/test_splitter.py runs the lines of the three
-presets, about a third of that):
+\\n and the end of a document fall everywhere), every pattern, a process per core (100 s on
+2 cores at load 2, 8 minutes at load 15; the slow test in tests/unit/test_splitter.py runs the
+lines of the three presets, 45 s):
 
     .venv/bin/python -m tests.regex_equality
     .venv/bin/python -m tests.regex_equality --modes lines --cases gpt2 cl100k o200k

@@ -244,6 +244,7 @@ def test_count_is_spills_count_compiled_for_the_presets(documents):
     from tokenizers import normalizers
 
     for split_by in (spills.split_by(r"\w+|\s+|[^\w\s]+", None),
+                     spills.split_by(PATTERNS["gpt2"], None, 10.0),  # a time limit: a custom regex's only
                      spills.split_by(PATTERNS["gpt2"], normalizers.NFKC()),
                      regex.compile(PATTERNS["gpt2"], regex.IGNORECASE).findall):
         assert compiled_preset(split_by) is None

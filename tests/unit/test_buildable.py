@@ -25,6 +25,24 @@ IDS = ["bpe", "wordpiece", "unigram", "byte-fallback", "sp-unigram", "sp-bpe", "
 BYTE_LEVEL = {"bpe", "rustbpe", "tokenmill", "custom-regex"}  # the versions with a tokenizer.tiktoken
 
 
+@pytest.fixture(autouse=True)
+def resolved_unbuilt(monkeypatch):
+    """resolve_spec builds each spec at submission (a sandbox call of unbuildable); here the
+    specs are resolved without it, so that unbuildable itself is what is tried."""
+    from tokenmill.training import spec
+
+    monkeypatch.setattr(spec, "_check_buildable", lambda spec, owner: None)
+
+
+def test_submission_refuses_what_cannot_be_built(monkeypatch):
+    monkeypatch.undo()
+    from tokenmill.errors import InvalidInput
+
+    with pytest.raises(InvalidInput) as refused:
+        resolve_spec({"vocab_size": 8000, "special_tokens": specials(1000)})
+    assert refused.value.field == "spec.special_tokens" and "tiktoken" in refused.value.detail
+
+
 def specials(count: int, length: int = 195) -> list[str]:
     """Distinct tokens of `length` ASCII characters, one byte each."""
     rng = random.Random(0)

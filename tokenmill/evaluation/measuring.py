@@ -122,7 +122,7 @@ def sample_share(corpus: Corpus, sample_bytes: int | None = None) -> float:
     TOKENMILL_EVALUATION_SAMPLE_BYTES (0: every corpus whole), that many bytes' worth of a larger one."""
     if sample_bytes is None:
         sample_bytes = get_settings().evaluation_sample_bytes
-    if not sample_bytes or corpus.bytes <= sample_bytes:
+    if not sample_bytes or not corpus.bytes or corpus.bytes <= sample_bytes:
         return 1.0
     return sample_bytes / corpus.bytes
 

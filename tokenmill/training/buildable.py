@@ -31,6 +31,7 @@ from tokenmill.training.spec import TrainingSpec, default_special_tokens
 WORDS = ["Hello, world!", "héllo wörld 1234", "東京 tokyo", "def f(x):\n\treturn x  # 👋", "Привет мир"]
 # Special tokens up to this many UTF-8 bytes in all always built (the smallest total seen to fail: 155,297).
 SAFE_SPECIAL_BYTES = 150_000
+BYTES_AND_WORDS = 512  # a vocabulary that holds the 256 bytes and every character of WORDS, besides the specials
 
 
 class _Refused(Exception):
@@ -67,6 +68,9 @@ def unbuildable(spec: TrainingSpec | Mapping[str, Any]) -> tuple[str, str] | Non
 
 
 def _build(spec: TrainingSpec) -> None:
+    # Room for every character of WORDS: a vocabulary too small for the corpus's alphabet is
+    # training's to say (the corpus may need fewer characters than WORDS), not this check's.
+    spec = spec.model_copy(update={"vocab_size": max(spec.vocab_size, len(spec.special_tokens or []) + BYTES_AND_WORDS)})
     tokenizer, files, tiktoken_info = _trained(spec)
     text = " ".join([*WORDS, *(spec.special_tokens or [])[:1]])
     loaded = _step("tokenizers", lambda: Tokenizer.from_str(files["tokenizer.json"].decode()))

@@ -96,15 +96,15 @@ def team_quotas(request: Request, team_id: uuid.UUID) -> Quotas:
     return quotas
 
 
-def spend_request(request: Request, team: Team, bucket: str) -> None:
-    """Take one token of an expensive request from `bucket` (an API key's, or a team's dashboard);
-    429 problem+json when it is empty (service/rate_limits.py)."""
-    request.app.state.rate_limits.take(bucket, team_quotas(request, team.id).requests_per_minute)
+def spend_request(request: Request, team: Team, bucket: str, cost: int = 1) -> None:
+    """Take `cost` tokens of an expensive request from `bucket` (an API key's, or a team's
+    dashboard); 429 problem+json when it is empty (service/rate_limits.py)."""
+    request.app.state.rate_limits.take(bucket, team_quotas(request, team.id).requests_per_minute, cost)
 
 
-def spend_dashboard_request(request: Request, team: Team) -> None:
+def spend_dashboard_request(request: Request, team: Team, cost: int = 1) -> None:
     """An expensive dashboard request: a team's signed-in sessions share one bucket."""
-    spend_request(request, team, f"team:{team.id}")
+    spend_request(request, team, f"team:{team.id}", cost)
 
 
 def get_rate_limited_team(request: Request, team: TeamDep) -> Team:
@@ -119,6 +119,18 @@ def get_rate_limited_team(request: Request, team: TeamDep) -> Team:
 
 # The team of an expensive /v1 request: encode, BPE steps, cost report, upload, job submission.
 ExpensiveTeamDep = Annotated[Team, Depends(get_rate_limited_team)]
+
+# BPE steps answer up to a few megabytes of states that the API process builds: ten tokens each.
+BPE_STEPS_COST = 10
+
+
+def get_bpe_steps_team(request: Request, team: TeamDep) -> Team:
+    """The team, once its API key's bucket gave BPE_STEPS_COST tokens."""
+    spend_request(request, team, getattr(request.state, KEY_STATE, None) or f"team:{team.id}", BPE_STEPS_COST)
+    return team
+
+
+BpeStepsTeamDep = Annotated[Team, Depends(get_bpe_steps_team)]
 
 
 def get_page(

@@ -26,20 +26,20 @@ class TokenBuckets:
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, when)
         self._lock = threading.Lock()
 
-    def take(self, key: str, per_minute: int) -> None:
-        """Spend one token of `key`'s bucket, or raise RateLimited saying when one will be there."""
+    def take(self, key: str, per_minute: int, cost: int = 1) -> None:
+        """Spend `cost` tokens of `key`'s bucket, or raise RateLimited saying when they will be there."""
         rate = per_minute / 60.0
         with self._lock:
             now = self.clock()
             tokens, when = self._buckets.pop(key, (float(self.burst), now))
             tokens = min(float(self.burst), tokens + (now - when) * rate)
-            if tokens < 1.0:
+            if tokens < cost:
                 self._buckets[key] = (tokens, now)
-                wait = math.inf if rate <= 0 else (1.0 - tokens) / rate
+                wait = math.inf if rate <= 0 else (cost - tokens) / rate
                 raise RateLimited(
                     f"quota requests_per_minute: this API key may send {per_minute} expensive requests a minute "
                     f"(bursts of {self.burst}); try again in {max(1, math.ceil(min(wait, 3600)))} s",
                     limit=per_minute, used=self.burst, retry_after=max(1, math.ceil(min(wait, 3600))), burst=self.burst)
-            self._buckets[key] = (tokens - 1.0, now)
+            self._buckets[key] = (tokens - cost, now)
             while len(self._buckets) > MAX_KEYS:
                 self._buckets.popitem(last=False)

@@ -12,7 +12,6 @@ import pytest
 from fastapi.routing import APIRoute
 
 from service.routes import bpe, corpora, evaluations, health, jobs, tokenizers
-from service.routes.bpe import run_json
 from tests.conftest import make_team
 from tests.integration.served import add_version
 from tests.text import flores_lines
@@ -21,6 +20,7 @@ from tokenmill.encoding.subword_sampling import SamplingOptions
 from tokenmill.evaluation.pipeline import run_evaluation
 from tokenmill.evaluation.reports import fertility_matrix, version_curve, version_evaluations
 from tokenmill.evaluation.runs import get_run, run_out
+from tokenmill.playground.bpe_json import run_json
 from tokenmill.playground.bpe_runs import BpeStepsIn, compute
 from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
 from tokenmill.playground.encode import encode_with_reference, encode_with_version

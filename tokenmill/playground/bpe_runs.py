@@ -62,12 +62,12 @@ def check_fields(body: BpeStepsIn) -> None:
         raise InvalidInput("'corpus_id' is required with 'tokenizer': the corpus to sample", field="corpus_id")
 
 
-def bounded(field: str, target: str, owner: str, *args: Any) -> Run:
+def bounded(field: str, target: str, owner: str, *args: Any) -> Any:
     """A run computed in a sandbox process on the team's share (pure Python, and a version's regex
     may backtrack): past STEPS_SECONDS or the sandbox's memory it is a 422 naming `field`."""
     pool = sandbox.current()
     try:
-        run: Run = pool.call(target, *args, timeout=STEPS_SECONDS, owner=owner)
+        run = pool.call(target, *args, timeout=STEPS_SECONDS, owner=owner)
     except sandbox.TimedOut:
         raise InvalidInput(f"these steps took longer than {STEPS_SECONDS:g}s (a long corpus, many steps, or a "
                            "pre-tokenization regex that backtracks): ask for fewer steps or a shorter text",
@@ -78,12 +78,14 @@ def bounded(field: str, target: str, owner: str, *args: Any) -> Run:
 
 
 def compute(session: Session, store: ObjectStore, team: Team, body: BpeStepsIn,
-            count: int | None = None) -> tuple[Run, dict[str, Any]]:
-    """The run a body asks for (at most `count` states), and what it was computed on."""
+            count: int | None = None, as_json: bool = False) -> tuple[Run | str, dict[str, Any]]:
+    """The run a body asks for (at most `count` states), and what it was computed on; with
+    `as_json`, the run as the JSON text of tokenmill.playground.bpe_json, built where it was computed."""
     check_fields(body)
     owner = str(team.id)
     if body.tokenizer is None:
-        run = bounded("corpus", "tokenmill.playground.bpe_steps:step_through", owner,
+        run = bounded("corpus", "tokenmill.playground.bpe_json:steps_text" if as_json else
+                      "tokenmill.playground.bpe_steps:step_through", owner,
                       DEFAULT_CORPUS if body.corpus is None else body.corpus, body.steps, body.tie_break,
                       body.end_of_word, body.min_count, body.start, count)
         return run, {"mode": "corpus", "tie_break": body.tie_break, "tie_break_label": TIE_BREAKS[body.tie_break],
@@ -93,7 +95,8 @@ def compute(session: Session, store: ObjectStore, team: Team, body: BpeStepsIn,
     corpus = get_corpus(session, team, body.corpus_id)
     session.commit()  # reading the store and replaying the sample: hold no database connection meanwhile
     tokenizer_json, sample = version_sample(store, row, corpus, body.lines)
-    run = bounded("corpus_id", "tokenmill.playground.bpe_replay:replayed", owner, tokenizer_json, sample.texts,
+    run = bounded("corpus_id", "tokenmill.playground.bpe_json:replay_text" if as_json else
+                  "tokenmill.playground.bpe_replay:replayed", owner, tokenizer_json, sample.texts,
                   body.steps, body.start, count)
     return run, {"mode": "version", "tokenizer": row.name, "version": row.version, "corpus_id": str(corpus.id),
                  "corpus_name": corpus.name,

@@ -23,7 +23,7 @@ from markupsafe import Markup, escape
 from pydantic import ValidationError
 from sqlalchemy import select
 
-from service.deps import BPE_STEPS_COST, SessionDep, StoreDep, spend_dashboard_request
+from service.deps import SessionDep, StoreDep, spend_dashboard_request
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import CHAR_WIDTH, FONT, MARK, PALETTE, linear_domain, responsive, tick_label
 from service.web.render import WebRoute, render, templates
@@ -217,7 +217,7 @@ def carried_fields(values: dict[str, Any], mode: str) -> list[tuple[str, str]]:
 @router.post("/bpe/steps")
 def bpe_states(request: Request, body: BpeStepsIn, session: SessionDep, store: StoreDep, web: ScriptSessionDep):
     """Up to WINDOW states from `start`, as the page's HTML, with the run's vocabulary and merges."""
-    spend_dashboard_request(request, web.team, BPE_STEPS_COST)
+    spend_dashboard_request(request, web.team)  # a window of the page: a few states, not a whole walk
     shown = shower(session, web.team, body.tokenizer, str(body.version))
     run, about = compute(session, store, web.team, body, count=WINDOW)
     return JSONResponse({

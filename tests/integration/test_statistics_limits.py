@@ -29,8 +29,8 @@ print(record_statistics(factory, store, uuid.UUID(sys.argv[1]), WorkLimits(max_m
 def test_statistics_over_the_memory_cap_fail_with_that_reason(settings, sessionmaker, store):
     with transaction(sessionmaker) as session:
         team, _ = create_team(session, unique("words"))
-    # Two million distinct words: one counter entry each, well past the cap.
-    text = "".join(f"w{i} x{i} \n" for i in range(1_000_000)).encode()
+    # Four million distinct words: one counter entry each, far past the cap (two million came close).
+    text = "".join(f"w{i} x{i} \n" for i in range(2_000_000)).encode()
     corpus = ingest_corpus(sessionmaker, store, team, CorpusFields("words", "code", "eng_Latn"), [text],
                            max_bytes=10**9, max_line_bytes=10**6)
     done = subprocess.run([sys.executable, "-c", RECORD_STATISTICS, str(corpus.id), str(CAP)],

@@ -64,6 +64,7 @@ KEPT = 4  # loaded tokenizers per process
 BUSY_WAIT = 1.0  # seconds a request waits for a free process before `Busy`
 START_SECONDS = 60.0  # a new process imports tokenizers and says it is ready
 LOAD_SECONDS = 60.0  # parsing a large tokenizer.json is not the text's fault: its own limit
+WARM_MODULES = ("tokenmill.playground.bpe_json", "tokenmill.training.regex_check")
 SANDBOX_NICENESS = 10  # added to the sandbox processes' nice value: the API's own threads come first
 WATCH_SECONDS = 0.05  # how often the parent looks at a working process's memory
 
@@ -174,6 +175,8 @@ def serve(fd: int) -> None:
     # Work on request data yields the cores to the process that answers reads (and to other teams' API work).
     os.nice(SANDBOX_NICENESS)
     import tokenizers  # noqa: F401  (warm: imported before the first request)
+    for module in WARM_MODULES:  # what the calls run, imported before the first one waits for it
+        importlib.import_module(module)
 
     conn = Connection(fd)
     cache: _Cache = OrderedDict()

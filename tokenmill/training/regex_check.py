@@ -14,17 +14,28 @@ The steps, each its own sandbox call so that a timeout names the engine that too
 (tiktoken's engine, and `library: tokenmill`'s), under its own timeout.
 """
 
+import resource
+
 import regex
+
+# A split regex compiles to kilobytes; one that takes more than this is a repetition bomb, refused
+# (the sandbox's 1 GiB stops the larger ones). Measured as the growth of the process's peak.
+MAX_PROGRAM_BYTES = 64 * 2**20
 
 
 def compile_refusal(pattern: str, library: str) -> str | None:
     """Why the pattern cannot be used (it does not compile with an engine the spec's library runs,
     or matches the empty string); None when it can. Runs in a sandbox process."""
     try:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         try:
             compiled = regex.compile(pattern)
         except regex.error as exc:
             return f"does not compile: {exc}"
+        grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak) * 1024  # ru_maxrss is in KiB
+        if grown > MAX_PROGRAM_BYTES:
+            return (f"compiles into a program of more than {MAX_PROGRAM_BYTES // 2**20} MiB (a large counted "
+                    "repetition such as (?:a{1000}){1000}?): every job and encode would pay for it")
         from tokenizers import Regex
 
         try:

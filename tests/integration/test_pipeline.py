@@ -124,6 +124,21 @@ def test_a_silent_job_is_taken_over_by_its_redelivery_and_the_old_attempt_can_no
         Reporter(sessionmaker, job_id, attempt=1)("training", 0.5, force=True)
 
 
+def test_progress_never_goes_back_within_an_attempt(sessionmaker, team_and_corpus):
+    from tokenmill.work.progress import Reporter
+
+    team, corpus = team_and_corpus
+    job_id = new_job(sessionmaker, team, corpus)
+    assert claim(sessionmaker, TrainingJob, job_id, WorkLimits()) is Claim.CLAIMED
+    report = Reporter(sessionmaker, job_id, attempt=1)
+    seen = []
+    for stage, progress in [("evaluating", 0.94), ("evaluating references", 0.93), ("registering", 0.95)]:
+        report(stage, progress, force=True)
+        row = job_row(sessionmaker, job_id)
+        seen.append((row.stage, row.progress))
+    assert seen == [("evaluating", 0.94), ("evaluating references", 0.94), ("registering", 0.95)]
+
+
 def test_a_job_whose_attempts_are_used_up_is_failed_at_its_next_claim(sessionmaker, store, team_and_corpus):
     team, corpus = team_and_corpus
     job_id = new_job(sessionmaker, team, corpus)

@@ -182,7 +182,7 @@ def _evaluate(factory: sessionmaker[Session], store: ObjectStore, job: TrainingJ
 
     report("evaluating", 0.85, force=True)
     results = evaluate_version(store, job.tokenizer, trained.files, targets,
-                               lambda done: report("evaluating", 0.85 + 0.1 * done))
+                               lambda done: report("evaluating", 0.85 + 0.08 * done))
     report("evaluating references", 0.93, force=True)
     _reference_baselines(factory, store, job.team_id, targets)
     return results

@@ -22,7 +22,9 @@ class Report(Protocol):
 
 
 class Reporter:
-    """Writes stage and progress of a running job at most once a second."""
+    """Writes stage and progress of a running job at most once a second. Progress never goes
+    back within an attempt: a stage that starts below where the last one ended is shown where
+    that one ended (a retry is a new attempt, and starts again from 0)."""
 
     def __init__(self, factory: sessionmaker[Session], job_id: uuid.UUID, attempt: int | None = None,
                  interval: float = 1.0) -> None:
@@ -31,17 +33,19 @@ class Reporter:
         self.attempt = attempt
         self.interval = interval
         self._last = 0.0
+        self.highest = 0.0
 
     def __call__(self, stage: str, progress: float, force: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self._last < self.interval:
             return
         self._last = now
+        self.highest = max(self.highest, min(max(progress, 0.0), 1.0))
         with transaction(self.factory) as session:
             result = session.execute(
                 update(TrainingJob)
                 .where(held(TrainingJob, self.job_id, self.attempt))
-                .values(stage=stage, progress=round(min(max(progress, 0.0), 1.0), 4), updated_at=utcnow())
+                .values(stage=stage, progress=round(self.highest, 4), updated_at=utcnow())
             )
         if rowcount(result) == 0:
             raise JobCancelled(str(self.job_id))

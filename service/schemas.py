@@ -9,7 +9,7 @@ from pydantic import MISSING, BaseModel, ConfigDict, Field, computed_field
 from sqlalchemy.orm import Session
 
 from tokenmill.encoding.subword_sampling import SamplingOptions
-from tokenmill.jobs.submission import reached_vocab_sizes
+from tokenmill.jobs.submission import version_outcomes
 from tokenmill.models import TrainingJob
 from tokenmill.versions.registry import vocabulary_notes
 
@@ -70,6 +70,7 @@ class JobOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     reached_vocab_size: int | None = None  # its version's vocab_size, once it succeeded (see `of`)
+    training_data: dict[str, Any] | None = Field(None, exclude=True)  # its version's (lineage), for the notes
 
     @computed_field
     @property
@@ -80,13 +81,16 @@ class JobOut(BaseModel):
     @property
     def notes(self) -> list[str]:
         """What a person should know of the job's result (a vocabulary smaller than asked for), as its version says."""
-        return [] if self.reached_vocab_size is None else vocabulary_notes(self.spec, self.reached_vocab_size)
+        if self.reached_vocab_size is None:
+            return []
+        return vocabulary_notes(self.spec, self.reached_vocab_size, self.training_data)
 
     @classmethod
     def of(cls, session: Session, jobs: Sequence[TrainingJob]) -> list["JobOut"]:
         """The jobs as the API shows them, each succeeded one with the vocabulary size its version reached."""
-        reached = reached_vocab_sizes(session, jobs)
-        return [cls.model_validate(job).model_copy(update={"reached_vocab_size": reached.get(job.id)}) for job in jobs]
+        outcomes = version_outcomes(session, jobs)
+        return [cls.model_validate(job).model_copy(update=dict(zip(
+            ("reached_vocab_size", "training_data"), outcomes.get(job.id, (None, None))))) for job in jobs]
 
     @classmethod
     def one(cls, session: Session, job: TrainingJob) -> "JobOut":
@@ -123,7 +127,7 @@ class VersionOut(BaseModel):
     @property
     def notes(self) -> list[str]:
         """What a person should know of this version (a vocabulary smaller than asked for)."""
-        return vocabulary_notes(self.spec, self.vocab_size)
+        return vocabulary_notes(self.spec, self.vocab_size, self.lineage.get("training_data"))
 
 
 class TokenizerOut(BaseModel):

@@ -171,6 +171,7 @@ def superword_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus
     Every stage-1 token keeps its id; the files split text by the spans' regex."""
     import json
 
+    from tokenmill.training.mixtures import Drawn
     from tokenmill.training.version_files import train_version_files, training_texts
 
     assert spec.superword is not None
@@ -184,7 +185,8 @@ def superword_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus
     base = Base(encoding, "stage 1")
     report("counting spans", 0.5, force=True)
     floor = max(2, spec.min_frequency)
-    spans = Counter({span: count for span, count in piece_counts(encoding, training_texts(store, corpora),
+    spans = Counter({span: count for span, count in piece_counts(encoding, training_texts(
+        store, corpora, drawn=Drawn.of(spec, corpora, lineage)),
                                                                    SUPERWORD_SPLIT).items() if count >= floor})
     report("training superwords", 0.65, force=True)
     ranks, added = extended_ranks(base, spans, spec.vocab_size - stage1.vocab_size, whole_pieces=False)

@@ -33,6 +33,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.models import Corpus, Status, TokenizerVersion, TrainingJob
 from tokenmill.store import ObjectStore
 from tokenmill.training.counted import Counting, Helpers
+from tokenmill.training.mixtures import Drawn
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.version_files import TrainedFiles, train_version_files, training_texts
 from tokenmill.training.with_tokenizers import determinism
@@ -142,7 +143,8 @@ def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job:
             from tokenmill.jobs.extension import extension_files, load_base  # its learner is numba's: only here
 
             base = load_base(factory, store, job.team_id, spec.base)
-            trained = extension_files(spec, base, training_texts(store, corpora), report, info)
+            texts = training_texts(store, corpora, drawn=Drawn.of(spec, corpora, info))
+            trained = extension_files(spec, base, texts, report, info)
         elif spec.superword is not None:  # SuperBPE: a second stage of merges across whitespace
             from tokenmill.jobs.extension import superword_files
 

@@ -23,6 +23,7 @@ from tokenmill.errors import Conflict, InvalidInput, NotFound
 from tokenmill.models import FINISHED, UNFINISHED, Corpus, Status, Team, TokenizerVersion, TrainingJob
 from tokenmill.pagination import Page, paginate
 from tokenmill.quotas import refuse_over, usage_of
+from tokenmill.training.mixtures import weights_refusal
 from tokenmill.training.spec import resolve_spec
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -69,6 +70,8 @@ def submit_job(
     train = team_corpora(session, team, parse_ids(train_corpora, "train_corpora"), "train_corpora")
     if resolved.parity:
         check_parallel(train)
+    if resolved.mixture is not None and (why := weights_refusal(resolved.mixture, list(train))):
+        raise InvalidInput(f"spec.mixture: {why}", field="spec.mixture")
     evaluate = corpus_ids_or_all(session, team, eval_corpora, "eval_corpora")
     job = TrainingJob(
         team_id=team.id,
@@ -144,16 +147,17 @@ def list_jobs(session: Session, team: Team, page: Page, status: str | None = Non
     return paginate(session, query.order_by(TrainingJob.created_at.desc()), page)
 
 
-def reached_vocab_sizes(session: Session, jobs: Sequence[TrainingJob]) -> dict[uuid.UUID, int]:
-    """The vocabulary size each succeeded job's version reached, by job id: one query for a page of jobs.
+def version_outcomes(session: Session, jobs: Sequence[TrainingJob]) -> dict[uuid.UUID, tuple[int, dict[str, Any] | None]]:
+    """The vocabulary size each succeeded job's version reached, and what it trained on (its
+    lineage's training_data), by job id: one query for a page of jobs.
 
     The job keeps what it asked for (spec.vocab_size); its version, what training reached."""
     ids = [job.id for job in jobs if job.status == Status.SUCCEEDED]
     if not ids:
         return {}
-    rows = session.execute(select(TokenizerVersion.job_id, TokenizerVersion.vocab_size)
-                           .where(TokenizerVersion.job_id.in_(ids)))
-    return {job_id: size for job_id, size in rows if job_id is not None}
+    rows = session.execute(select(TokenizerVersion.job_id, TokenizerVersion.vocab_size,
+                                  TokenizerVersion.lineage["training_data"]).where(TokenizerVersion.job_id.in_(ids)))
+    return {job_id: (size, drawn) for job_id, size, drawn in rows if job_id is not None}
 
 
 def cancel_job(session: Session, team: Team, job_id: uuid.UUID | str) -> TrainingJob:

@@ -40,6 +40,7 @@ from tokenmill.models import UNFINISHED, Corpus, CountPart, Status, TrainingJob
 from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.store import ObjectStore
 from tokenmill.training import piece_counts, spills
+from tokenmill.training.mixtures import Drawn
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail
@@ -79,10 +80,14 @@ def counts_prefix(prefix: str, attempt: int | None = None) -> str:
 
 
 def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], counting: Counting,
-                  report: Report, regex_seconds: float = REGEX_DOCUMENT_SECONDS) -> tuple[Tokenizer, dict[str, bytes]]:
+                  report: Report, regex_seconds: float = REGEX_DOCUMENT_SECONDS,
+                  drawn: Drawn | None = None) -> tuple[Tokenizer, dict[str, bytes]]:
     """Count the corpora in parts on every worker that helps, then learn from the merged counts
-    (a custom regex may take at most `regex_seconds` on one document here; helpers have their own)."""
+    (a custom regex may take at most `regex_seconds` on one document here; helpers have their own).
+    A mixture's rates weigh each part's counts (`drawn`); a corpus of rate 0 is not counted."""
     helpers = counting.helpers
+    if drawn is not None:
+        corpora = [corpus for corpus, rate in zip(corpora, drawn.weights(corpora)) if rate > 0]
     parts = piece_counts.plan(corpora, helpers.part_bytes)
     _plan(counting, parts)
     if helpers.dispatch is not None and helpers.count and len(parts) > 1:
@@ -94,8 +99,13 @@ def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
     log.info("job %s: %d parts counted, merging their counts (this process holds %d MiB)", counting.job_id, len(parts),
              psutil.Process().memory_info().rss >> 20)
     report("merging counts", 0.5, force=True)
-    counted = spills.merged([spills.records(store.iter_chunks(key, spills.SPILL_READ)) for key in keys],
-                                  max(spec.min_frequency, 1))
+    weights = drawn.weights(part.corpus for part in parts) if drawn is not None else [1.0] * len(parts)
+    counted = spills.merged([spills.weighted(spills.records(store.iter_chunks(key, spills.SPILL_READ)), weight)
+                             for key, weight in zip(keys, weights)], max(spec.min_frequency, 1))
+    if drawn is not None:
+        for corpus in corpora:
+            drawn.weighed(corpus)
+        drawn.end()
     result = _learn(spec, counted, report)
     log.info("job %s: learned from the merged counts (this process holds %d MiB)", counting.job_id,
              psutil.Process().memory_info().rss >> 20)

@@ -6,6 +6,7 @@ a version records exactly what trained it) or raises InvalidInput naming the fie
 
 import json
 import unicodedata
+import uuid
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -87,6 +88,52 @@ class SuperwordSpec(BaseModel):
         return json_object(value)
 
 
+class MixtureSpec(BaseModel):
+    """The share of the training bytes each corpus gets (tokenmill.training.mixtures): by corpus
+    (`weights`) or by language (`language_temperature`), `max_repeats` capping how often a
+    corpus may be read over (UniMax)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    weights: dict[str, float] | None = Field(None, max_length=1000, description=(
+        "a weight per training corpus id (0 leaves the corpus out); each corpus gets its weight's share of the bytes"))
+    language_temperature: float | None = Field(None, ge=0, le=1, description=(
+        "each language's share is proportional to its size to this power: 1 the raw mix, 0 every language alike"))
+    max_repeats: float | None = Field(None, ge=1, le=1000, description=(
+        "a corpus is read at most this many times over; what it cannot take goes to the others (UniMax)"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_json_text(cls, value: Any) -> Any:
+        return json_object(value)
+
+    @field_validator("weights")
+    @classmethod
+    def _canonical_ids(cls, weights: dict[str, float] | None) -> dict[str, float] | None:
+        # Corpus ids as the API writes them (lowercase, hyphens), however they were posted.
+        if weights is None:
+            return None
+        canonical = {}
+        for key, weight in weights.items():
+            try:
+                canonical[str(uuid.UUID(key))] = weight
+            except ValueError:
+                canonical[key] = weight
+        return canonical
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "MixtureSpec":
+        if (self.weights is None) == (self.language_temperature is None):
+            raise PydanticCustomError("mixture", 'give either "weights" or "language_temperature"')
+        if self.weights is not None:
+            for key, weight in self.weights.items():
+                if not 0 <= weight <= 1e9:  # NaN too
+                    raise PydanticCustomError("mixture", f"weights must be numbers from 0 to 1e9: {key[:40]!r} has {weight}")
+            if not any(self.weights.values()):
+                raise PydanticCustomError("mixture", "at least one weight must be above 0")
+        return self
+
+
 class TrainingSpec(BaseModel):
     """A complete training spec; `None` on the optional fields means "the library default"."""
 
@@ -129,6 +176,12 @@ class TrainingSpec(BaseModel):
     counting: Counting = "streamed"
     # Extend a byte-level BPE (a version of the team's or a reference) with merges learned on the
     # training corpora: its tokens keep their ids, new ones follow (tokenmill.jobs.extension).
+    # Balanced training data (tokenmill.training.mixtures): each corpus's documents repeated or
+    # sampled to its share; duplicates of a document already read left out.
+    mixture: MixtureSpec | None = Field(None, description=(
+        'The share of the training bytes of each corpus: {"weights": {"<corpus id>": w, …}} or '
+        '{"language_temperature": 0.3}, with an optional "max_repeats" cap per corpus'))
+    deduplicate: bool = Field(False, description="train on each distinct document once across all training corpora")
     superword: SuperwordSpec | None = Field(None, description=(
         'SuperBPE: {"transition_vocab_size": t}: merges up to t as usual, then merges across whitespace '
         "(spans between punctuation and newlines); byte-level bpe on library tokenmill"))
@@ -299,6 +352,8 @@ def _check_combination(spec: TrainingSpec) -> None:
         _check_rustbpe_rule(spec)
     if spec.parity:
         _check_parity(spec)
+    if spec.mixture is not None and spec.max_sentences:
+        _refuse("mixture", "max_sentences samples the corpora as they are: leave it out to train on a mixture")
     if spec.sampling is not None and (why := sampling_refusal(spec.algorithm, spec.sampling, "sampling")):
         _refuse(*why)
     if spec.counting == "distributed":
@@ -334,6 +389,9 @@ def _check_parity(spec: TrainingSpec) -> None:
         _refuse("parity", "parity-aware training is byte-level bpe on the tokenizers library")
     if spec.max_sentences:
         _refuse("max_sentences", "parity-aware training reads every line of each language (no sample)")
+    if spec.mixture is not None or spec.deduplicate:
+        _refuse("mixture" if spec.mixture is not None else "deduplicate",
+                "parity-aware training reads each language's parallel lines as they are")
 
 
 def _check_distributed(spec: TrainingSpec) -> None:
@@ -342,6 +400,8 @@ def _check_distributed(spec: TrainingSpec) -> None:
                             "(byte-level bpe) or sentencepiece")
     if spec.max_sentences:
         _refuse("max_sentences", "distributed counting reads every line (no sample)")
+    if spec.deduplicate:
+        _refuse("deduplicate", "distributed counting counts every part on its own: deduplicate with counting 'streamed'")
 
 
 def _check_rustbpe_rule(spec: TrainingSpec) -> None:

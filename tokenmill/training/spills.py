@@ -108,15 +108,24 @@ def records(chunks: Iterable[bytes]) -> Iterator[tuple[bytes, int]]:
         raise ValueError("a spill of counts ends inside a record")
 
 
-def merged(spills: Iterable[Iterable[tuple[bytes, int]]], min_count: int = 1) -> Iterator[tuple[bytes, int]]:
-    """The spills' counts added up, in piece order, leaving out pieces seen fewer than
-    `min_count` times in all."""
-    piece, total = None, 0
+def merged(spills: Iterable[Iterable[tuple[bytes, float]]], min_count: int = 1) -> Iterator[tuple[bytes, int]]:
+    """The spills' counts added up (and rounded, for weighted ones), in piece order, leaving out
+    pieces seen fewer than `min_count` times in all."""
+    piece, total = None, 0.0
     for key, seen in heapq.merge(*spills, key=lambda record: record[0]):
         if key != piece:
-            if piece is not None and total >= min_count:
-                yield piece, total
+            if piece is not None and (count := round(total)) >= min_count:
+                yield piece, count
             piece, total = key, 0
         total += seen
-    if piece is not None and total >= min_count:
-        yield piece, total
+    if piece is not None and (count := round(total)) >= min_count:
+        yield piece, count
+
+
+def weighted(records: Iterable[tuple[bytes, int]], weight: float) -> Iterator[tuple[bytes, float]]:
+    """A spill's counts times `weight` (a mixture's rate for the spill's corpus)."""
+    if weight == 1.0:
+        yield from records
+        return
+    for piece, seen in records:
+        yield piece, seen * weight

@@ -18,6 +18,7 @@ from tokenmill.store import ObjectStore
 from tokenmill.training import with_tokenizers
 from tokenmill.training.counted import Counting, train_counted
 from tokenmill.training.export import artifact_files, manifest, sha256
+from tokenmill.training.mixtures import Drawn
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex
 from tokenmill.training.sampling import reservoir_sample
 from tokenmill.training.spec import TrainingSpec
@@ -34,16 +35,23 @@ class TrainedFiles:
     vocab_size: int
 
 
-def training_texts(store: ObjectStore, corpora: list[Corpus], places: "Places | None" = None) -> Iterator[str]:
-    """Every document of the training corpora, in order, streamed from the store (noting in
-    `places` where each corpus starts)."""
+def training_texts(store: ObjectStore, corpora: list[Corpus], places: "Places | None" = None,
+                   drawn: Drawn | None = None) -> Iterator[str]:
+    """The documents of the training corpora, in order, streamed from the store: every one once,
+    or as `drawn` says (the spec's mixture and deduplication, counted there); `places` notes
+    where each corpus starts."""
+    if drawn is not None:
+        drawn.begin()
     for corpus in corpora:
         if places is not None:
             places.starts.append((places.read, corpus.name))
-        for document in corpus_documents(store, corpus):
+        documents = corpus_documents(store, corpus)
+        for document in drawn.documents(corpus, documents) if drawn is not None else documents:
             if places is not None:
                 places.read += 1
             yield document
+    if drawn is not None:
+        drawn.end()
 
 
 class Places:
@@ -101,19 +109,21 @@ def train_version_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Co
         if counting is None:
             raise ValueError("a spec with counting 'distributed' trains inside a job (it needs its parts' rows)")
         report("counting", 0.0, force=True)
-        tokenizer, extra = train_counted(spec, store, corpora, counting, report, regex_seconds)
+        tokenizer, extra = train_counted(spec, store, corpora, counting, report, regex_seconds,
+                                         Drawn.of(spec, corpora, lineage))
         return _version(spec, tokenizer, extra, lineage, report)
-    total = sum(c.characters for c in corpora)
+    drawn = Drawn.of(spec, corpora, lineage)
+    total = drawn.characters() if drawn is not None else sum(c.characters for c in corpora)
     report("training", 0.0, force=True)
     sample = None
     if spec.max_sentences:
         # A seeded uniform sample over all training corpora, drawn while streaming them.
-        sample = reservoir_sample(tracked(training_texts(store, corpora), total, report, "sampling", 0.0, 0.2),
+        sample = reservoir_sample(tracked(training_texts(store, corpora, drawn=drawn), total, report, "sampling", 0.0, 0.2),
                                   spec.max_sentences, spec.seed)
         total = sum(map(len, sample))
 
     def texts() -> Iterable[str]:
-        return sample if sample is not None else training_texts(store, corpora)
+        return sample if sample is not None else training_texts(store, corpora, drawn=drawn)
 
     if spec.parity:
         tokenizer, extra = _train_parity(spec, store, corpora, report, regex_seconds), {}
@@ -124,7 +134,7 @@ def train_version_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Co
         alphabet = with_tokenizers.coverage_alphabet(spec, tracked(texts(), total, report, "counting characters", 0.0, 0.2))
     start = 0.0 if sample is None and alphabet is None else 0.2
     places = Places()
-    read = sample if sample is not None else training_texts(store, corpora, places)
+    read = sample if sample is not None else training_texts(store, corpora, places, drawn)
     reading = tracked(read, total, report, "training", start, 0.5)
     try:
         tokenizer, extra = train_tokenizer(spec, reading, alphabet, lambda done: report("training", 0.5 + 0.3 * done),

@@ -78,13 +78,14 @@ def get_version(session: Session, team: Team, name: str, version: str | int) -> 
     raise NotFound(f"tokenizer {name!r} has no version {version}")
 
 
-def vocabulary_notes(spec: dict[str, Any], reached: int) -> list[str]:
-    """Why a version has fewer tokens than its spec asked for, if it has; what an extension added."""
+def vocabulary_notes(spec: dict[str, Any], reached: int, drawn: dict[str, Any] | None = None) -> list[str]:
+    """Why a version has fewer tokens than its spec asked for, if it has; what an extension added;
+    what a mixture or deduplication trained on (`drawn`: the lineage's training_data)."""
     base = spec.get("base") or {}
-    added = []
+    added = training_data_notes(drawn) if drawn else []
     if base.get("vocab_size"):
         label = f"reference {base['reference']}" if base.get("reference") else f"{base.get('tokenizer')} v{base.get('version')}"
-        added = [f"extends {label}: its {base['vocab_size']} tokens keep their ids; {reached - base['vocab_size']} "
+        added += [f"extends {label}: its {base['vocab_size']} tokens keep their ids; {reached - base['vocab_size']} "
                  "merges learned on the training corpora follow them"]
     requested = spec.get("vocab_size", reached)
     if reached >= requested:
@@ -92,6 +93,18 @@ def vocabulary_notes(spec: dict[str, Any], reached: int) -> list[str]:
     how = "lower min_frequency or add text" if spec.get("library") != "sentencepiece" else "add text"
     return [*added, f"the vocabulary reached {reached} of the {requested} tokens asked for: the training corpora hold "
                     f"too little (or too repetitive) text to learn more; {how}"]
+
+
+def training_data_notes(drawn: dict[str, Any]) -> list[str]:
+    """What a job drew from its corpora: the bytes of each language, the duplicates it dropped."""
+    notes = []
+    if "duplicates_dropped" in drawn:
+        notes.append(f"trained on each distinct document once: {drawn['duplicates_dropped']:,} duplicate documents dropped")
+    languages = drawn.get("languages") or {}
+    shares = ", ".join(f"{language} {100 * part['share']:.1f} %" for language, part in
+                       sorted(languages.items(), key=lambda item: -item[1]["share"]))
+    notes.append(f"trained on {sum(part['trained_bytes'] for part in languages.values()):,} bytes: {shares}")
+    return notes
 
 
 def version_file(version: TokenizerVersion, filename: str) -> dict[str, Any]:

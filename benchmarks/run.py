@@ -61,6 +61,8 @@ FIGURES = (
            "A custom regex's time per document: what the bound costs (issue 20, item 3)"),
     Figure("noisy_neighbours", "benchmarks.noisy_neighbours", (), ("--only", "bpe_corpus", "quotas"),
            "Noisy neighbours: one team attacks, another reads (issue 20, item 8)"),
+    Figure("mixtures", "benchmarks.mixtures", (), ("--unit-kb", "5", "--vocab", "1000", "--held-out", "20"),
+           "Mixtures: a language temperature and the smallest language's premium (issue 25, item 1)"),
     Figure("split_speed", "benchmarks.split_speed", ("--mb", "100"), ("--mb", "0.3", "--rounds", "1"), None),
 )
 BY_NAME = {figure.name: figure for figure in FIGURES}

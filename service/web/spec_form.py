@@ -50,6 +50,10 @@ HELP = {
                  "spaces (library tokenmill).",
     "base": 'Extend a byte-level BPE without moving its ids, as JSON: {"reference": "gpt2"} or '
             '{"tokenizer": "name", "version": 1}; vocab_size above the base\'s.',
+    "mixture": 'Balance the training data, as JSON: {"language_temperature": 0.3} (each language\'s share grows as its '
+               'size to this power: 1 the raw mix, 0 every language alike) or {"weights": {"<corpus id>": 2, …}}; '
+               'optional "max_repeats".',
+    "deduplicate": "Train on each distinct document once across the training corpora (exact duplicates dropped).",
     "counting": "distributed: cut the corpora into byte ranges counted by many workers, then learn from the merged "
                 "counts (rustbpe, tokenmill or sentencepiece; pieces rarer than min_frequency dropped).",
 }

@@ -199,3 +199,31 @@ def test_a_custom_regex_too_slow_on_a_document_of_a_part_fails_the_job_naming_it
         assert row.status == "failed" and row.error.startswith(
             f"spec.pre_tokenizer_regex: the custom regex {SLOW_REGEX!r} took over 1s (+1s per 1,000,000 characters) in Python's regex engine on {where}:")
     assert time.monotonic() - started < WITHIN
+
+
+def _training_data(sessionmaker, store, team, corpora, spec, helpers=None) -> tuple[dict[str, bytes], dict]:
+    files = _trained(sessionmaker, store, team, corpora, spec, helpers)
+    with sessionmaker() as session:
+        version = session.scalars(select(TokenizerVersion).where(TokenizerVersion.name.like("counted-%"),
+                                                                 TokenizerVersion.team_id == team.id)
+                                  .order_by(TokenizerVersion.created_at.desc()).limit(1)).one()
+    return files, version.lineage["training_data"]
+
+
+def test_deduplicated_counting_in_parts_makes_the_files_of_its_streamed_run(sessionmaker, store, team_and_corpora):
+    # The corpora's lines are 1 to 25 words drawn from 22: the short ones repeat, within a part,
+    # across parts and across the two corpora.
+    team, corpora = team_and_corpora
+    spec = {**RUSTBPE, "deduplicate": True}
+    streamed, streamed_data = _training_data(sessionmaker, store, team, corpora, spec)
+    started: list[threading.Thread] = []
+    outcomes: list = []
+    helpers = Helpers(dispatch=_helping(sessionmaker, store, 2, started, outcomes), count=2, part_bytes=3000)
+    counted, counted_data = _training_data(sessionmaker, store, team, corpora, {**spec, "counting": "distributed"},
+                                           helpers)
+    for thread in started:
+        thread.join(30)
+    assert all(isinstance(outcome, int) for outcome in outcomes), outcomes
+    assert counted == streamed
+    assert counted_data["duplicates_dropped"] == streamed_data["duplicates_dropped"] > 50
+    assert _trained(sessionmaker, store, team, corpora, RUSTBPE) != streamed  # the duplicates did count

@@ -10,7 +10,16 @@ import pytest
 
 from tokenmill.errors import InvalidInput
 from tokenmill.training import mixtures, spills
-from tokenmill.training.mixtures import Drawn, SeenDocuments, corpus_rates, distinct, drawn_copies, weights_refusal
+from tokenmill.training.mixtures import (
+    Drawn,
+    SeenDocuments,
+    corpus_rates,
+    distinct,
+    drawn_copies,
+    repeated_positions,
+    weights_refusal,
+    without_positions,
+)
 from tokenmill.training.spec import MixtureSpec, TrainingSpec, resolve_spec
 
 
@@ -105,6 +114,19 @@ def test_distinct_keeps_the_first_of_each_document_as_a_set_would(monkeypatch, b
     assert list(distinct(documents[:50], hashes)) == []  # it remembers across calls
 
 
+def test_repeated_positions_leave_out_what_distinct_leaves_out(monkeypatch):
+    monkeypatch.setattr(mixtures, "HASH_BATCH", 7)
+    rng = random.Random(3)
+    parts = [[f"line {rng.randrange(40)}" for _ in range(rng.randrange(0, 30))] for _ in range(6)]
+    seen, kept = SeenDocuments(), []
+    for part in parts:
+        positions, kept_bytes = repeated_positions(part, seen)
+        remaining = list(without_positions(part, positions))
+        assert kept_bytes == sum(len(d.encode()) for d in remaining)
+        kept += remaining
+    assert kept == list(distinct([d for part in parts for d in part], SeenDocuments()))
+
+
 def test_drawn_records_what_each_corpus_and_language_gave():
     a, b = FakeCorpus("a", "en", 10), FakeCorpus("b", "hi", 10)
     lineage = {}
@@ -158,7 +180,6 @@ def test_bad_mixtures_are_refused_naming_spec_mixture(mixture, why):
 
 @pytest.mark.parametrize("spec, field", [
     ({"mixture": {"language_temperature": 0.3}, "max_sentences": 100}, "spec.mixture"),
-    ({"deduplicate": True, "counting": "distributed", "library": "rustbpe"}, "spec.deduplicate"),
     ({"deduplicate": True, "parity": True}, "spec.deduplicate"),
 ])
 def test_combinations_a_mixture_cannot_keep_are_refused(spec, field):

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
+import numpy as np
 import psutil
 from sqlalchemy import delete, exists, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -40,7 +41,7 @@ from tokenmill.models import UNFINISHED, Corpus, CountPart, Status, TrainingJob
 from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.store import ObjectStore
 from tokenmill.training import piece_counts, spills
-from tokenmill.training.mixtures import Drawn
+from tokenmill.training.mixtures import Drawn, SeenDocuments, repeated_positions, without_positions
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail
@@ -90,6 +91,9 @@ def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
         corpora = [corpus for corpus, rate in zip(corpora, drawn.weights(corpora)) if rate > 0]
     parts = piece_counts.plan(corpora, helpers.part_bytes)
     _plan(counting, parts)
+    if spec.deduplicate:
+        assert drawn is not None  # Drawn.of makes one for every deduplicating spec
+        _find_repeats(store, counting, parts, drawn, report)
     if helpers.dispatch is not None and helpers.count and len(parts) > 1:
         try:
             helpers.dispatch(counting.job_id, counting.attempt, counting.prefix, min(helpers.count, len(parts) - 1))
@@ -113,6 +117,37 @@ def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
         _forget(session, counting.job_id)
     _drop(store.delete_prefix, counts_prefix(counting.prefix))
     return result
+
+
+def repeats_key(prefix: str, attempt: int, part: int) -> str:
+    """Where the positions of a part's documents seen in earlier parts are (deduplicate)."""
+    return f"{counts_prefix(prefix, attempt)}repeats-{part}"
+
+
+def _find_repeats(store: ObjectStore, counting: Counting, parts: list[piece_counts.Part], drawn: Drawn,
+                  report: Report) -> None:
+    # One pass over the parts in order, before anyone counts: each part's documents seen in an
+    # earlier part (or earlier in it) go beside its counts, for whoever counts it to leave out.
+    seen = SeenDocuments()
+    for number, part in enumerate(parts):
+        report("finding duplicates", 0.0)
+        documents = _Numbered(piece_counts.part_documents(store, part, counting.helpers.max_line_bytes))
+        positions, kept_bytes = repeated_positions(documents, seen)
+        store.put_bytes(repeats_key(counting.prefix, counting.attempt, number), positions.astype("<i8").tobytes())
+        drawn.deduplicated_part(part.corpus, documents.count, len(positions), kept_bytes)
+    log.info("job %s: %d distinct documents in %d parts", counting.job_id, seen.count, len(parts))
+
+
+class _Numbered:
+    """Documents, counted as they are read."""
+
+    def __init__(self, documents: Iterator[str]) -> None:
+        self.documents, self.count = documents, 0
+
+    def __iter__(self) -> Iterator[str]:
+        for document in self.documents:
+            self.count += 1
+            yield document
 
 
 def _learn(spec: TrainingSpec, counted: Iterator[tuple[bytes, int]], report: Report) -> tuple[Tokenizer, dict[str, bytes]]:
@@ -199,8 +234,12 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
         key = f"{counts_prefix(prefix, attempt)}{row.part}-{row.claims}"
         touch = _Toucher(factory, row, alive)
         part = piece_counts.Part(corpus, row.start, row.end)
+        documents = piece_counts.part_documents(store, part, max_line_bytes)
+        if spec.deduplicate:
+            repeats = np.frombuffer(store.get_bytes(repeats_key(prefix, attempt, row.part)), dtype="<i8")
+            documents = without_positions(documents, repeats)
         try:
-            counts = spills.count(touch.through(piece_counts.part_documents(store, part, max_line_bytes)), split)
+            counts = spills.count(touch.through(documents), split)
         except spills.SlowDocument as slow:
             assert spec.pre_tokenizer_regex is not None  # only a custom regex's split is limited
             raise SlowRegex(spec.pre_tokenizer_regex, took_over(regex_seconds), where=(

@@ -144,22 +144,48 @@ class SeenDocuments:
 
 def distinct(documents: Iterable[str], seen: SeenDocuments) -> Iterator[str]:
     """The documents not seen before (in `seen`, which remembers them), in order."""
+    for batch in _batches(documents):
+        for document, fresh in zip(batch, seen.first_seen(_hashes(batch))):
+            if fresh:
+                yield document
+
+
+def repeated_positions(documents: Iterable[str], seen: SeenDocuments) -> tuple[np.ndarray, int]:
+    """The positions (from 0) of the documents seen before (in `seen`, which remembers the
+    others), and the UTF-8 bytes of the others: what a part's counting leaves out, and keeps."""
+    positions, kept, start = [], 0, 0
+    for batch in _batches(documents):
+        fresh = seen.first_seen(_hashes(batch))
+        positions.append(np.flatnonzero(~fresh) + start)
+        kept += sum(len(d.encode("utf-8", "surrogatepass")) for d, new in zip(batch, fresh) if new)
+        start += len(batch)
+    return (np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)), kept
+
+
+def without_positions(documents: Iterable[str], positions: np.ndarray) -> Iterator[str]:
+    """The documents but those at `positions` (sorted, from 0)."""
+    skip = iter(positions.tolist())
+    next_skip = next(skip, -1)
+    for number, document in enumerate(documents):
+        if number == next_skip:
+            next_skip = next(skip, -1)
+            continue
+        yield document
+
+
+def _batches(documents: Iterable[str]) -> Iterator[list[str]]:
     batch: list[str] = []
     for document in documents:
         batch.append(document)
         if len(batch) == HASH_BATCH:
-            yield from _fresh(batch, seen)
+            yield batch
             batch = []
-    yield from _fresh(batch, seen)
+    if batch:
+        yield batch
 
 
-def _fresh(batch: list[str], seen: SeenDocuments) -> Iterator[str]:
-    if not batch:
-        return
-    hashes = np.fromiter((document_hash(d) for d in batch), dtype=np.uint64, count=len(batch))
-    for document, fresh in zip(batch, seen.first_seen(hashes)):
-        if fresh:
-            yield document
+def _hashes(batch: list[str]) -> np.ndarray:
+    return np.fromiter((document_hash(d) for d in batch), dtype=np.uint64, count=len(batch))
 
 
 @dataclass
@@ -176,6 +202,7 @@ class Drawn:
     unique: dict[str, int] = field(default_factory=dict)  # of which not seen before (deduplicate)
     kept: dict[str, int] = field(default_factory=dict)  # documents trained on (copies counted)
     trained_bytes: dict[str, int] = field(default_factory=dict)
+    kept_bytes: dict[str, int] = field(default_factory=dict)  # distributed deduplication: each corpus's distinct bytes
     weighted: bool = False  # the counts were weighted (distributed counting): bytes are expected ones
 
     @classmethod
@@ -224,11 +251,18 @@ class Drawn:
             into[key] += 1
             yield document
 
+    def deduplicated_part(self, corpus: "Corpus", documents: int, repeated: int, kept_bytes: int) -> None:
+        """A part of a corpus, to be counted elsewhere without its `repeated` documents."""
+        key = str(corpus.id)
+        self.read[key] = self.read.get(key, 0) + documents
+        self.unique[key] = self.unique.get(key, 0) + documents - repeated
+        self.kept_bytes[key] = self.kept_bytes.get(key, 0) + kept_bytes
+
     def weighed(self, corpus: "Corpus") -> None:
         """A corpus counted in parts, its counts weighted by its rate: its expected bytes."""
         key = str(corpus.id)
         self.weighted = True
-        self.trained_bytes[key] = round(corpus.bytes * (self.rates or {}).get(key, 1.0))
+        self.trained_bytes[key] = round(self.kept_bytes.get(key, corpus.bytes) * (self.rates or {}).get(key, 1.0))
 
     def weights(self, corpora: "Iterable[Corpus]") -> list[float]:
         """Each corpus's rate, in order: what its counts are multiplied by."""

@@ -400,8 +400,6 @@ def _check_distributed(spec: TrainingSpec) -> None:
                             "(byte-level bpe) or sentencepiece")
     if spec.max_sentences:
         _refuse("max_sentences", "distributed counting reads every line (no sample)")
-    if spec.deduplicate:
-        _refuse("deduplicate", "distributed counting counts every part on its own: deduplicate with counting 'streamed'")
 
 
 def _check_rustbpe_rule(spec: TrainingSpec) -> None:

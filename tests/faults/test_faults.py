@@ -124,7 +124,9 @@ def test_a_tokenmill_job_whose_process_is_killed_leaves_no_counting_process_and_
     corpus = tmp_path / "manpages.txt"  # 26 MB: seconds of counting on both cores
     corpus.write_bytes(b"".join((CORPORA / "manpages" / f"{name}.txt").read_bytes()
                                 for name in ("deu_Latn", "fra_Latn", "rus_Cyrl", "eng_Latn")))
-    job_id = submit(faults_http, upload(faults_http, corpus, "manpages"), {"library": "tokenmill", "vocab_size": 4000})
+    # A normalizing spec is counted in children (a bare preset, on threads of the job's process).
+    job_id = submit(faults_http, upload(faults_http, corpus, "manpages"),
+                    {"library": "tokenmill", "vocab_size": 4000, "normalization": "nfc"})
     until(lambda: counting_processes(fault_stack), bool, 120, every=0.1)
     started = time.monotonic()
     # Only the job's own process (the pool's child): its counting children are left to notice.

@@ -19,6 +19,9 @@ from tokenmill.training.with_rustbpe import train_rustbpe
 from tokenmill.training.with_tokenmill import train_tokenmill
 
 SPECIALS = ["<|endoftext|>", "<|pad|>"]
+# A preset without a normalizer is counted by the compiled splitter on threads of the job's
+# process; with a normalizer (or a custom regex), by `regex` in counting children.
+CHILDREN = {"library": "tokenmill", "vocab_size": 300, "normalization": "nfc"}
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -57,6 +60,28 @@ def test_any_number_of_processes_and_any_order_of_the_texts_give_the_same_tokeni
     assert one == train_tokenmill(spec, texts * 2, processes=2).to_str()  # every count doubled: every comparison kept
 
 
+@pytest.mark.parametrize("preset", ["gpt2", "cl100k", "o200k"])
+def test_the_compiled_splitter_on_threads_gives_the_tokenizer_of_the_counting_children(texts, monkeypatch, preset):
+    spec = resolve_spec({"library": "tokenmill", "vocab_size": 1500, "special_tokens": SPECIALS, "pre_tokenizer": preset})
+    threaded = train_tokenmill(spec, texts, processes=2).to_str()
+    monkeypatch.setattr(with_tokenmill, "_compiled_preset", lambda pattern: None)
+    before = {child.pid for child in psutil.Process().children()}
+    assert train_tokenmill(spec, texts, processes=2).to_str() == threaded
+    assert before == {child.pid for child in psutil.Process().children()}
+
+
+def test_a_stop_while_threads_count_leaves_no_counting_thread():
+    spec = resolve_spec({"library": "tokenmill", "vocab_size": 300})
+
+    def texts():
+        yield from ["some text"] * 100_000
+        raise KeyboardInterrupt  # as a time limit or a cancel arrives
+
+    with pytest.raises(KeyboardInterrupt):
+        train_tokenmill(spec, texts(), processes=2)
+    assert until(lambda: [t for t in threading.enumerate() if t.name == "tokenmill-split"], lambda left: not left, 5) == []
+
+
 def test_a_document_rustbpes_regex_engine_gives_up_on_is_counted():
     # fancy_regex overflows on gpt2's `\s+(?!\S)` over a million spaces; Python's regex does not.
     spec = resolve_spec({"library": "tokenmill", "vocab_size": 300})
@@ -78,7 +103,7 @@ def test_what_it_cannot_train_is_refused_by_field_naming_it(raw, field):
 
 def test_a_counting_process_that_fails_fails_the_training_with_what_it_said(monkeypatch):
     monkeypatch.setattr(with_tokenmill, "CHILD", "import sys; sys.stderr.write('out of luck'); sys.exit(5)")
-    spec = resolve_spec({"library": "tokenmill", "vocab_size": 300})
+    spec = resolve_spec(CHILDREN)
     before = {child.pid for child in psutil.Process().children()}
     with pytest.raises(RuntimeError, match=r"counting process failed \(exit 5\): out of luck"):
         train_tokenmill(spec, ["some text"] * 200_000, processes=2)
@@ -93,7 +118,7 @@ def test_one_counting_process_failing_fails_the_training_while_the_others_still_
         f"try:\n    os.close(os.open({str(marker)!r}, os.O_CREAT | os.O_EXCL))\n"
         "except FileExistsError:\n    from tokenmill.training.with_tokenmill import serve; serve()\n"
         "sys.stderr.write('the first one fails'); sys.exit(5)"))
-    spec = resolve_spec({"library": "tokenmill", "vocab_size": 300})
+    spec = resolve_spec(CHILDREN)
     before = {child.pid for child in psutil.Process().children()}
     outcome: list[BaseException] = []
 
@@ -114,7 +139,7 @@ def test_one_counting_process_failing_fails_the_training_while_the_others_still_
 
 
 def test_a_stop_while_it_feeds_the_texts_leaves_no_counting_process():
-    spec = resolve_spec({"library": "tokenmill", "vocab_size": 300})
+    spec = resolve_spec(CHILDREN)
     before = {child.pid for child in psutil.Process().children()}
 
     def texts():

@@ -65,12 +65,16 @@ def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int |
         raise ValueError(f"spec.{why}")
     assert spec.regex_pattern is not None  # refusal() has made sure
     normalizer = with_tokenizers.normalizer_of(spec)
+    threads = max(1, processes or get_settings().training_processes)
+    if normalizer is None and (preset := _compiled_preset(spec.regex_pattern)) is not None:
+        from tokenmill.training.splitting.counting import counted_in_threads
+
+        return _learned(spec, counted_in_threads(texts, preset, threads))
     seconds = limit_of(spec.pre_tokenizer_regex, regex_seconds)
     heading = [json.dumps({"pattern": spec.regex_pattern, "seconds": seconds}).encode(),
                pickle.dumps(normalizer) if normalizer is not None else b""]
     with ExitStack() as stack:
-        children = [stack.enter_context(_Counter(heading))
-                    for _ in range(max(1, processes or get_settings().training_processes))]
+        children = [stack.enter_context(_Counter(heading)) for _ in range(threads)]
         try:
             _send(children, texts)
             counted = [child.counts() for child in children]
@@ -79,12 +83,26 @@ def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int |
             raise SlowRegex(spec.pre_tokenizer_regex, took_over(seconds), slow.number) from None
     import numpy as np
 
+    lengths, seen, data = (np.concatenate([part[i] for part in counted]) for i in range(3))
+    del counted  # the children's frames: the copies above are what the learner reads
+    return _learned(spec, (lengths, seen, data))
+
+
+def _compiled_preset(pattern: str) -> str | None:
+    """The preset the compiled splitter counts for this pattern (tokenmill.training.splitting),
+    or None: a custom regex (or any other) is counted by `regex` in children."""
+    from tokenmill.training.splitting.counting import preset_of
+
+    return preset_of(pattern)
+
+
+def _learned(spec: "TrainingSpec", counts: "tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]") -> "Tokenizer":
+    """The tokenizer of the merges learned from counted pieces (each one's length, count, bytes)."""
     from tokenmill.training.merge_learner import learn_merges_of  # numba: imported by a process that learns
     from tokenmill.training.with_rustbpe import to_tokenizer
 
-    lengths, counts, data = (np.concatenate([part[i] for part in counted]) for i in range(3))
-    del counted  # the children's frames: the copies above are what the learner reads
-    return to_tokenizer(spec, learn_merges_of(data, lengths, counts, merges_wanted(spec)))
+    lengths, seen, data = counts
+    return to_tokenizer(spec, learn_merges_of(data, lengths, seen, merges_wanted(spec)))
 
 
 def learned_tokenizer(spec: "TrainingSpec", counted: Iterable[tuple[bytes, int]]) -> "Tokenizer":

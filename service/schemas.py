@@ -43,6 +43,24 @@ class CorpusOut(BaseModel):
     created_at: datetime
 
 
+class DuplicatesOut(BaseModel):
+    """Exact-duplicate documents across the team's corpora (tokenmill.corpora.duplicates): merged from the
+    hashes each corpus's statistics stored; the counts are null when not computed, `reason` says why."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    corpora: int = Field(description="corpora counted: those whose statistics counted their duplicates")
+    corpora_left_out: int = Field(description="corpora whose statistics are not ready, failed, or predate duplicate "
+                                              "counting (or whose hashes could not be read)")
+    documents: int = Field(description="documents of the corpora counted")
+    duplicate_documents: int | None = Field(description="documents whose exact text is an earlier document of the "
+                                                        "corpora counted, in the same corpus or another")
+    duplicate_share: float | None = Field(description="duplicate_documents / documents")
+    cross_corpus_duplicates: int | None = Field(description="of duplicate_documents, those that are no duplicate "
+                                                            "within their own corpus: they repeat another corpus")
+    reason: str | None = Field(description="why the counts were not computed (too many documents to merge)")
+
+
 class JobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -42,6 +42,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     p = corpus.add_parser("show", help="one corpus, with its statistics")
     p.add_argument("id")
     common(p, listing=True)
+    p = corpus.add_parser("duplicates", help="the share of exact-duplicate documents across the team's corpora")
+    common(p, listing=True)
 
     p = sub.add_parser("jobs", help="recent training jobs, newest first, with their status")
     p.add_argument("--status", choices=("queued", "running", "succeeded", "failed", "cancelled"))
@@ -239,6 +241,10 @@ def _show(args: argparse.Namespace, answer: dict[str, Any], rows: list[dict[str,
 
 
 def list_corpora(args: argparse.Namespace) -> int:
+    if args.corpus_command == "duplicates":
+        with _client(args) as http:
+            answer = _check(http.get("/v1/corpora/duplicates"))
+        return _show(args, answer, [{"field": key, "value": value} for key, value in answer.items()], ["field", "value"])
     if args.corpus_command == "show":
         with _client(args) as http:
             corpus = _check(http.get(f"/v1/corpora/{args.id}"))

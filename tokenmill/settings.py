@@ -71,6 +71,10 @@ class Settings(BaseSettings):
     # An evaluation measures a seeded sample of this many bytes' worth of documents per corpus (the
     # same documents for every version and reference), with 95% intervals; 0 measures every corpus whole.
     evaluation_sample_bytes: int = Field(default=64 * 1024**2, ge=0)
+    # The share of exact-duplicate documents across a team's corpora is merged in the API process
+    # from the corpora's stored hashes (tokenmill.corpora.duplicates), 8 bytes a distinct document
+    # of each corpus: past this many in all (40 MB), it is not computed.
+    duplicates_max_documents: int = Field(default=5_000_000, ge=0)
     # How many processes a `library: tokenmill` job counts its texts with (tokenmill.training.with_tokenmill).
     # Each job starts this many: on a worker running several jobs at once, cores / concurrency.
     training_processes: int = Field(default_factory=lambda: min(os.cpu_count() or 1, 64), ge=1, le=64)

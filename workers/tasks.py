@@ -34,10 +34,12 @@ def resources():
 @worker_init.connect
 def compile_before_forking(**_) -> None:
     # In the worker's main process, before its children are forked: they inherit the compiled
-    # merge learner instead of each compiling it inside a job's memory limit.
+    # merge learner and splitter instead of each compiling them inside a job's memory limit.
     from tokenmill.training.merge_learner import warm_up
+    from tokenmill.training.splitting import counting
 
     warm_up()
+    counting.warm_up()
 
 
 @worker_process_init.connect

@@ -1,4 +1,4 @@
-"""/v1/corpora: streamed upload, list, read, delete."""
+"""/v1/corpora: streamed upload, list, read, delete, and the exact duplicates across the team's corpora."""
 
 import uuid
 
@@ -6,10 +6,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from sqlalchemy import select
 
-from service.deps import ExpensiveTeamDep, PageDep, SessionDep, StoreDep, TeamDep
-from service.schemas import CorpusOut, Listing
+from service.deps import ExpensiveTeamDep, PageDep, SessionDep, SettingsDep, StoreDep, TeamDep
+from service.schemas import CorpusOut, DuplicatesOut, Listing
 from service.uploads import MultipartUpload, ingest_upload
 from tokenmill.corpora import rows as corpus_rows
+from tokenmill.corpora.duplicates import hashed_corpora, team_duplicates
 from tokenmill.corpora.ingest import NAMED_FIELDS
 from tokenmill.corpora.reading import FORMATS
 from tokenmill.models import Corpus
@@ -50,6 +51,15 @@ def list_corpora(session: SessionDep, team: TeamDep, page: PageDep, domain: str 
         query = query.where(Corpus.language == language)
     rows, total = paginate(session, query.order_by(Corpus.created_at.desc()), page)
     return {"items": rows, "total": total, "page": page.page, "limit": page.limit}
+
+
+@router.get("/duplicates", response_model=DuplicatesOut)
+def read_duplicates(session: SessionDep, store: StoreDep, settings: SettingsDep, team: ExpensiveTeamDep):
+    """The share of the team's documents that are exact duplicates, within a corpus or across corpora; merged
+    from the stored hashes of the corpora whose statistics are ready, up to TOKENMILL_DUPLICATES_MAX_DOCUMENTS."""
+    corpora = hashed_corpora(session, team.id)
+    session.commit()  # the merge reads the store: hold no database connection meanwhile
+    return team_duplicates(store, corpora, settings.duplicates_max_documents)
 
 
 @router.get("/{corpus_id}", response_model=CorpusOut)

@@ -1,5 +1,9 @@
 """The corpora page (upload form and list) and a corpus page with its statistics and Zipf and Heaps plots.
 
+The list says each corpus's share of exact-duplicate documents, and the team's across its corpora
+(tokenmill.corpora.duplicates, as GET /v1/corpora/duplicates answers it: merged from the hashes the
+statistics stored, bounded, kept per set of corpora); a store that does not answer leaves it out.
+
 Both show each corpus's id, to copy into API calls, and a delete button: a CSRF-checked POST
 that calls the handler of DELETE /v1/corpora/{id} itself (the row and, through it, the
 corpus's evaluations go; then the stored object), and comes back to the list.
@@ -34,12 +38,14 @@ from service.uploads import MultipartUpload, ingest_upload, run_upload
 from service.web.auth import CSRF_FIELD, CsrfRejected, FormDep, WebSession, WebSessionDep
 from service.web.charts import Axis, Series, line_chart
 from service.web.render import WebRoute, render, see_other, wants_json
+from tokenmill.corpora.duplicates import TeamDuplicates, hashed_corpora, team_duplicates
 from tokenmill.corpora.ingest import NAMED_FIELDS
 from tokenmill.corpora.reading import FORMATS
 from tokenmill.corpora.rows import delete_corpus, get_corpus
 from tokenmill.errors import InvalidInput, TokenmillError
 from tokenmill.models import Corpus
 from tokenmill.pagination import Page, page_count, paginate
+from tokenmill.store import TRANSIENT_ERRORS
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 
@@ -52,9 +58,20 @@ def _corpora_page(request: Request, session, web, page: int, form: Mapping[str, 
     query = select(Corpus).where(Corpus.team_id == web.team.id)
     rows, total = paginate(session, query.order_by(Corpus.created_at.desc()), Page(page=page, limit=PER_PAGE))
     values = {name: str(form.get(name) or "") for name in FIELDS} if form else {"format": ""}
+    duplicates = _team_duplicates(request, session, web.team.id)
     return render(request, "corpora.html", web, status_code=error.status if error else 200, corpora=rows, total=total,
                   page=page, pages=page_count(total, PER_PAGE), formats=FORMATS, values=values, error=error,
-                  deleted=deleted)
+                  deleted=deleted, duplicates=duplicates)
+
+
+def _team_duplicates(request: Request, session, team_id: uuid.UUID) -> TeamDuplicates | None:
+    """The exact duplicates across the team's corpora; None when the store did not answer."""
+    corpora = hashed_corpora(session, team_id)
+    session.commit()  # the merge reads the store: hold no database connection meanwhile
+    try:
+        return team_duplicates(request.app.state.store, corpora, request.app.state.settings.duplicates_max_documents)
+    except TRANSIENT_ERRORS:
+        return None
 
 
 @router.get("/corpora")

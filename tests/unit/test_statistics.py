@@ -149,5 +149,8 @@ def test_empty_corpus_gives_zeros():
         "heaps_k": 0.0,
         "heaps_beta": 0.0,
         "oov_rate": 0.0,
+        "duplicate_documents": 0,
+        "duplicate_share": 0.0,
     }
+    assert CorpusStatistics().document_hashes().tolist() == []
     assert CorpusStatistics().zipf_points() == [] == CorpusStatistics().heaps_points()

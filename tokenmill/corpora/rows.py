@@ -3,11 +3,12 @@ dashboard and the workers call these."""
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tokenmill.corpora.duplicates import hashes_key
 from tokenmill.errors import InvalidInput, NotFound
 from tokenmill.models import Corpus, Team
 from tokenmill.store import ObjectStore
@@ -24,19 +25,25 @@ def get_corpus(session: Session, team: Team, corpus_id: uuid.UUID) -> Corpus:
 
 
 def delete_corpus(session: Session, store: ObjectStore, team: Team, corpus_id: uuid.UUID) -> Corpus:
-    """Delete the row (committed), then its object; returns the deleted row.
+    """Delete the row (committed), then its object and its statistics' document hashes; returns the deleted row.
 
     Once the row is committed the corpus is deleted, whatever the store answers: an object left
     behind is an orphan, which the sweeper's reconciliation removes."""
     corpus = get_corpus(session, team, corpus_id)
     session.delete(corpus)
     session.commit()
+    _forget(store.delete_prefix, corpus.storage_key)
+    _forget(store.delete, hashes_key(corpus.team_id, corpus.id))
+    return corpus
+
+
+def _forget(delete: Callable[[str], None], key: str) -> None:
+    """Delete a deleted corpus's object; a store that fails leaves it to the reconciliation."""
     try:
-        store.delete_prefix(corpus.storage_key)
+        delete(key)
     except Exception as exc:  # any store failure: logged, the corpus stays deleted
         log.warning("corpus object %s left in the store (reconciliation removes it): %s: %s",
-                    corpus.storage_key, type(exc).__name__, exc)
-    return corpus
+                    key, type(exc).__name__, exc)
 
 
 def parse_ids(values: Sequence[str], field: str) -> list[uuid.UUID]:

@@ -6,9 +6,14 @@ for Chinese or Thai; those are `tokenmill.corpora.words`' business, for fertilit
 counts come the distinct words, the hapax share, Zipf's exponent, Heaps' K and β and the
 out-of-vocabulary rate of the last tenth of the lines under the first nine tenths.
 
+Each line is also hashed (`tokenmill.corpora.hashes`) to count the exact duplicates: lines
+whose whole text is that of an earlier line. The distinct hashes, sorted, are what the team's
+figure across corpora is merged from (tokenmill.corpora.duplicates).
+
 Memory: one Counter entry per distinct word, ~100 bytes plus the word itself (about
-0.6 GB for 5 million distinct words), and, when the line count is not given, 16 bytes
-per line for at most the last fifth of the lines; nothing else grows with the corpus.
+0.6 GB for 5 million distinct words), 8 bytes per distinct line for its hash (twice that
+while the sorted runs merge), and, when the line count is not given, 16 bytes per line for
+at most the last fifth of the lines; nothing else grows with the corpus.
 
 Deliberately not handled: normalisation, sampling or approximation (every word is
 counted exactly), and fitting anything but straight lines in log-log space.
@@ -21,6 +26,8 @@ from array import array
 from collections import Counter
 
 import numpy as np
+
+from tokenmill.corpora.hashes import HASH_BATCH, SeenDocuments, document_hash
 
 # Heaps' curve is sampled whenever the words read pass the next point of a geometric
 # series, 16 points per doubling: every scale weighs the same in the fit, as on the plot.
@@ -36,7 +43,8 @@ def _head_lines(lines: int) -> int:
 
 
 class CorpusStatistics:
-    """Streaming word statistics of one corpus; `add` each line (document) in order.
+    """Streaming word statistics of one corpus, and its exact-duplicate lines; `add` each line
+    (document) in order.
 
     With `total_lines`, the OOV split is fixed up front and `result` refuses to run
     before exactly that many lines were added; without it, any prefix can be measured.
@@ -51,6 +59,9 @@ class CorpusStatistics:
         self._heaps: list[tuple[int, int]] = []
         self._next_sample = 1.0
         self._total_lines = total_lines
+        self._seen = SeenDocuments()  # the distinct lines' hashes
+        self._unlooked: list[int] = []  # hashes of the last lines, looked up a batch at a time
+        self._duplicates = 0
         if total_lines is not None:
             # The split is known: keep (words read, distinct) as the head's last line ends.
             self._head = _head_lines(total_lines)
@@ -63,7 +74,10 @@ class CorpusStatistics:
             self._distinct_after = array("q", [0])
 
     def add(self, text: str) -> None:
-        """Count the words of one line of the corpus."""
+        """Count the words of one line of the corpus, and whether it repeats an earlier line."""
+        self._unlooked.append(document_hash(text))
+        if len(self._unlooked) == HASH_BATCH:
+            self._look_up()
         words = text.lower().split()
         self._counts.update(words)
         self._lines += 1
@@ -77,6 +91,18 @@ class CorpusStatistics:
                 self._at_head = (self._words, len(self._counts))
         else:
             self._remember_line()
+
+    def _look_up(self) -> None:
+        """Count the pending lines already seen (earlier, or earlier in the batch); remember the rest."""
+        if self._unlooked:
+            fresh = self._seen.first_seen(np.array(self._unlooked, dtype=np.uint64))
+            self._duplicates += len(fresh) - int(np.count_nonzero(fresh))
+            self._unlooked = []
+
+    def document_hashes(self) -> np.ndarray:
+        """The distinct lines' hashes, ascending, as uint64 (`tokenmill.corpora.hashes`)."""
+        self._look_up()
+        return self._seen.sorted()
 
     def _remember_line(self) -> None:
         """Record the state after this line and forget lines the split can no longer hit."""
@@ -104,7 +130,13 @@ class CorpusStatistics:
             "heaps_k": float(np.exp(heaps[1])) if heaps else 0.0,
             "heaps_beta": heaps[0] if heaps else 0.0,
             "oov_rate": self._oov_rate(),
+            **self._duplicate_counts(),
         }
+
+    def _duplicate_counts(self) -> dict[str, float | int]:
+        """The lines whose exact text is an earlier line's, and their share of all lines."""
+        self._look_up()
+        return {"duplicate_documents": self._duplicates, "duplicate_share": _share(self._duplicates, self._lines)}
 
     def _oov_rate(self) -> float:
         """Return the share of the last tenth's words absent from the first nine tenths."""

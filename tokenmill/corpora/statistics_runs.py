@@ -2,7 +2,9 @@
 
 They need one counter entry per distinct word (see statistics.py), which would make the
 API's memory grow with the corpus; a worker streams the stored corpus instead, and the
-corpus row shows `statistics: null` until it is done.
+corpus row shows `statistics: null` until it is done. The same pass counts the exact-duplicate
+documents and stores the hashes of the distinct ones beside the corpus (tokenmill.corpora.duplicates),
+before the statistics are recorded; an attempt whose corpus was deleted meanwhile removes them.
 
 They end as a job does (tokenmill/work/lifecycle.py): a claim counted by attempt (the corpus's
 `statistics_claimed_at`, touched by a heartbeat), the job's memory guard and time limits, and
@@ -20,6 +22,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from tokenmill.corpora.duplicates import hashes_key, store_hashes
 from tokenmill.corpora.reading import corpus_documents
 from tokenmill.corpora.statistics import CorpusStatistics
 from tokenmill.db import rowcount, transaction, utcnow
@@ -38,11 +41,14 @@ MEMORY_ADVICE = "its statistics count every distinct word: upload it in parts, o
 
 
 def corpus_statistics(store: ObjectStore, corpus: Corpus) -> dict[str, Any]:
-    """Distinct words, hapax share, Zipf, Heaps, OOV of the last tenth, and the points to plot."""
+    """Distinct words, hapax share, Zipf, Heaps, OOV of the last tenth, exact duplicates, and the points
+    to plot; the distinct documents' hashes are stored under `hashes_key`."""
     statistics = CorpusStatistics(total_lines=corpus.lines)
     for document in corpus_documents(store, corpus):
         statistics.add(document)
-    return {**statistics.result(), "zipf_points": statistics.zipf_points(), "heaps_points": statistics.heaps_points()}
+    result = {**statistics.result(), "zipf_points": statistics.zipf_points(), "heaps_points": statistics.heaps_points()}
+    store_hashes(store, hashes_key(corpus.team_id, corpus.id), statistics.document_hashes())
+    return result
 
 
 def record_statistics(factory: sessionmaker[Session], store: ObjectStore, corpus_id: uuid.UUID,
@@ -116,8 +122,14 @@ def _compute(factory: sessionmaker[Session], store: ObjectStore, claimed: Claime
         attempts = session.scalar(select(Corpus.statistics_attempts).where(Corpus.id == claimed.row_id))
         return attempts == claimed.attempt
 
+    corpus: Corpus | None = None
+
+    def stop() -> None:  # the claim is gone: what this attempt stored goes if the corpus went
+        if corpus is not None:
+            _forget_hashes_if_deleted(factory, store, corpus)
+
     heartbeat = Heartbeat(factory, touch, limits, lambda message: _end(factory, claimed, message), held=held,
-                          stop=lambda: None, memory_advice=MEMORY_ADVICE)  # stop: nothing stored to remove
+                          stop=stop, memory_advice=MEMORY_ADVICE)
     try:
         with heartbeat:
             with factory() as session:
@@ -139,7 +151,22 @@ def _compute(factory: sessionmaker[Session], store: ObjectStore, claimed: Claime
         _end(factory, claimed, _reason(exc))
         return False
     with transaction(factory) as session:
-        return rowcount(session.execute(update(Corpus).where(_ours(claimed)).values(statistics=result))) == 1
+        recorded = rowcount(session.execute(update(Corpus).where(_ours(claimed)).values(statistics=result))) == 1
+    if not recorded:
+        _forget_hashes_if_deleted(factory, store, corpus)
+    return recorded
+
+
+def _forget_hashes_if_deleted(factory: sessionmaker[Session], store: ObjectStore, corpus: Corpus) -> None:
+    """Remove the hashes this attempt stored if the corpus is gone (deleted while they were computed); an
+    attempt that took over writes the same object, so it stays while the corpus does."""
+    with factory() as session:
+        gone = session.scalar(select(Corpus.id).where(Corpus.id == corpus.id)) is None
+    if gone:
+        try:
+            store.delete(hashes_key(corpus.team_id, corpus.id))
+        except Exception:
+            log.warning("the hashes of deleted corpus %s are left in the store", corpus.id, exc_info=True)
 
 
 def _reason(exc: BaseException) -> str:

@@ -19,7 +19,6 @@ duplicates, by an 8-byte BLAKE2b of its UTF-8): the set of hashes costs 8 bytes 
 document, kept as sorted runs merged like a binary counter.
 """
 
-import hashlib
 import math
 import random
 from collections.abc import Iterable, Iterator
@@ -28,11 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tokenmill.corpora.hashes import HASH_BATCH, SeenDocuments, document_hash
+
 if TYPE_CHECKING:
     from tokenmill.models import Corpus
     from tokenmill.training.spec import MixtureSpec, TrainingSpec
 
-HASH_BATCH = 4096  # documents hashed and looked up together
 
 
 def weights_refusal(mixture: "MixtureSpec", corpora: "list[Corpus]") -> str | None:
@@ -106,40 +106,6 @@ def drawn_copies(documents: Iterable[str], rate: float, seed: int, corpus_id: st
         copies = whole + (rng.random() < fraction if fraction else 0)
         for _ in range(copies):
             yield document
-
-
-def document_hash(document: str) -> int:
-    """A document's identity for exact deduplication: 8 bytes of BLAKE2b of its UTF-8."""
-    return int.from_bytes(hashlib.blake2b(document.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
-
-
-class SeenDocuments:
-    """The hashes of the documents seen so far, in sorted runs that merge when two are the same
-    size (a binary counter: log₂ n runs, each hash merged log₂ n times)."""
-
-    def __init__(self) -> None:
-        self.runs: list[np.ndarray] = []
-        self.count = 0
-
-    def first_seen(self, hashes: np.ndarray) -> np.ndarray:
-        """Which of `hashes` (in order) are seen for the first time, counting the earlier ones of
-        the same batch; they are then remembered."""
-        _, first = np.unique(hashes, return_index=True)
-        fresh = np.zeros(len(hashes), dtype=bool)
-        fresh[first] = True
-        for run in self.runs:
-            at = np.searchsorted(run, hashes).clip(0, len(run) - 1)
-            fresh &= run[at] != hashes
-        new = np.sort(hashes[fresh])
-        if len(new):
-            self._add(new)
-        return fresh
-
-    def _add(self, run: np.ndarray) -> None:
-        self.count += len(run)
-        while self.runs and len(self.runs[-1]) <= len(run):
-            run = np.sort(np.concatenate([self.runs.pop(), run]), kind="mergesort")
-        self.runs.append(run)
 
 
 def distinct(documents: Iterable[str], seen: SeenDocuments) -> Iterator[str]:

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from tokenmill.corpora.hashes import SeenDocuments
 from tokenmill.errors import InvalidInput
 from tokenmill.training import mixtures, spills
 from tokenmill.training.mixtures import (
     Drawn,
-    SeenDocuments,
     corpus_rates,
     distinct,
     drawn_copies,

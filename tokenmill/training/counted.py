@@ -35,13 +35,14 @@ from sqlalchemy import delete, exists, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 from tokenizers import Tokenizer
 
+from tokenmill.corpora.hashes import SeenDocuments
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.errors import InvalidCorpus
 from tokenmill.models import UNFINISHED, Corpus, CountPart, Status, TrainingJob
 from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.store import ObjectStore
 from tokenmill.training import piece_counts, spills
-from tokenmill.training.mixtures import Drawn, SeenDocuments, repeated_positions, without_positions
+from tokenmill.training.mixtures import Drawn, repeated_positions, without_positions
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail

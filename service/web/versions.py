@@ -21,7 +21,9 @@ the following seed. The comparison panel stays the plain encode. A value out of 
 playground's 422, naming the control.
 """
 
+from dataclasses import dataclass
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
@@ -39,7 +41,7 @@ from service.web.render import WebRoute, render, templates
 from service.web.tokens import token_labels, version_labeller
 from tokenmill.encoding.subword_sampling import MAX_SEED, SamplingOptions, chosen, method_of
 from tokenmill.errors import Busy, InvalidInput, NotFound, TokenmillError
-from tokenmill.evaluation.references import REFERENCE_NAMES
+from tokenmill.evaluation.references import PRESET_REFERENCES, REFERENCE_NAMES, reference_vocabulary
 from tokenmill.evaluation.reports import version_curve, version_evaluations, version_label
 from tokenmill.models import Corpus, Team, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
@@ -48,7 +50,7 @@ from tokenmill.playground.encode import MAX_TEXT, encode_with_reference, encode_
 from tokenmill.playground.scripts import diff_by_script, vocabulary_report
 from tokenmill.store import ObjectStore
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.versions.diff import versions_diff
+from tokenmill.versions.diff import additions, diff_from, load_vocabulary, versions_diff
 from tokenmill.versions.registry import get_version, list_names, list_versions
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
@@ -147,6 +149,37 @@ def checked_options(raw: dict[str, Any]) -> SamplingOptions:
         raise InvalidInput(f"'{name}' {error['msg']}", field=name) from None
 
 
+@dataclass(frozen=True)
+class Base:
+    """What a version grew from: the base it extends (a version of the team's, or a reference
+    by its tiktoken name) or its SuperBPE first stage, and the id its own tokens start at."""
+
+    label: str
+    link: str | None
+    diff_from: TokenizerVersion | str | None  # what "Added to" diffs against (None: no vocabulary of its own)
+    first_new_id: int
+    merges_added: int
+
+
+def base_of(session, team: Team, row: TokenizerVersion) -> Base | None:
+    """The version's base, from its lineage (an extension's base, a SuperBPE transition), or None."""
+    if superword := row.lineage.get("superword"):
+        return Base(f"its first stage ({superword['transition_vocab_size']:,} tokens)", None, None,
+                    superword["transition_vocab_size"], superword["merges_added"])
+    base = row.lineage.get("base")
+    if not base:
+        return None
+    if base.get("reference"):
+        reference = PRESET_REFERENCES[base["reference"]]
+        return Base(f"reference {reference}", None, reference, base["first_new_id"], base["merges_added"])
+    try:
+        found: TokenizerVersion | None = get_version(session, team, base["tokenizer"], base["version"])
+    except NotFound:
+        found = None  # deleted since: named, not linked
+    link = f"/tokenizers/{quote(base['tokenizer'], safe='')}/versions/{base['version']}" if found else None
+    return Base(f"{base['tokenizer']} v{base['version']}", link, found, base["first_new_id"], base["merges_added"])
+
+
 def previous_version(session, team: Team, row: TokenizerVersion) -> TokenizerVersion | None:
     if row.version <= 1:
         return None
@@ -220,8 +253,15 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
         target: TokenizerVersion | str | TokenmillError = resolve_target(session, web.team, compare)
     except TokenmillError as exc:  # shown where the comparison's tokens would be, as an encode's failure is
         target = exc
+    base = base_of(session, web.team, row)
     session.commit()  # the rest reads the store and encodes in the sandbox: hold no database connection meanwhile
-    diff = versions_diff(store, previous, row) if previous else None
+    against = base.diff_from if base is not None and base.diff_from is not None else previous
+    diff = None
+    if isinstance(against, str):
+        diff = diff_from(f"reference:{against}", lambda: reference_vocabulary(against), store, row)
+    elif against is not None:
+        diff = versions_diff(store, against, row)
+    added = additions(load_vocabulary(store, row), base.first_new_id) if base is not None else None
     given = {"dropout": dropout, "alpha": alpha, "nbest_size": nbest_size, "seed": seed if reseed is None else reseed}
     controls = sampling_controls(row, "on" if reseed is not None else sample, given)  # "Next seed" samples
     results, status, headers = [], 200, {}
@@ -241,10 +281,11 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
     except Busy:
         scripts = None  # the section says it could not be counted now
     notes = floor_notes(store, corpora, [(version_label(row), version_pattern(row))])
-    moved = diff_by_script(str(row.id), str(previous.id), [t for t, _ in diff.added], [t for t, _ in diff.removed],
-                           bool(row.spec.get("byte_level"))) if previous and diff else None
+    moved = diff_by_script(str(row.id), against if isinstance(against, str) else str(against.id),
+                           [t for t, _ in diff.added], [t for t, _ in diff.removed],
+                           bool(row.spec.get("byte_level"))) if against is not None and diff else None
     response = render(request, "version.html", web, status_code=status, row=row, evaluations=evaluations,
-                      previous=previous, diff=diff, scripts=scripts, moved=moved, diff_shown=DIFF_SHOWN, curve_chart=curve_chart(curve, row),
+                      previous=previous, origin=base, added=added, diff=diff, scripts=scripts, moved=moved, diff_shown=DIFF_SHOWN, curve_chart=curve_chart(curve, row),
                       has_curve=has_curve(row), report=combine(measured, probed_costs(store, row)),
                       spec=spec_items(row.spec), options=options, parity=parity, floor_notes=notes,
                       readable=version_labeller(row.spec), label=version_label(row), compare=compare, text=text if text is not None else PLAYGROUND_TEXT,

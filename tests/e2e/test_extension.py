@@ -2,10 +2,13 @@
 its files keep every gpt2 id, and its evaluation shows the gain beside gpt2's."""
 
 import io
+import re
 import tarfile
 
+import httpx
 import tiktoken
 
+from tests.api.dashboard import sign_in
 from tests.e2e.test_evaluations import upload_head
 from tests.e2e.test_walking_skeleton import wait_for_job
 from tests.services import FIXTURES
@@ -16,7 +19,7 @@ from tokenmill.training.tiktoken_format import parse_rank_file
 FLORES = FIXTURES / "parallel_flores200_dev"
 
 
-def test_gpt2_extended_with_hindi_keeps_its_ids(http):
+def test_gpt2_extended_with_hindi_keeps_its_ids(http, stack, team_key):
     hindi = upload_head(http, FLORES / "hin_Deva.txt", 400, name="hi", domain="news", language="hin_Deva")
     name = unique("gpt2-hi")
     job = http.post("/v1/jobs", json={"tokenizer": name, "train_corpora": [hindi["id"]],
@@ -39,3 +42,43 @@ def test_gpt2_extended_with_hindi_keeps_its_ids(http):
     reference = http.get("/v1/dashboard/fertility", params={"tokenizer": name}).json()
     gpt2_row = next(r for r in reference["rows"] if r["label"] == "gpt2")
     assert mine["fertility"] < 0.8 * gpt2_row["domains"]["news"]["fertility"]
+    # The version page names its base, diffs against it and lists what it added (issue 21.4).
+    page = signed_in_page(stack, team_key[1], f"/tokenizers/{name}/versions/1")
+    assert re.search(r'id="version-base">reference gpt2: 400 merges from id 50,257<', page), page[:2000]
+    assert "Changes from its base, reference gpt2" in page
+    assert _count(page, "diff-added-count") == 400 and _count(page, "diff-removed-count") == 0
+    assert _count(page, "added-count") == 400
+    first = re.search(r'id="added-first"><li><code title="id (\d+):', page)
+    assert first and int(first.group(1)) == 50257
+
+
+def test_a_teams_version_extended_has_its_base_linked_and_diffed(http, stack, team_key):
+    english = upload_head(http, FLORES / "eng_Latn.txt", 300, name="en", domain="news", language="eng_Latn")
+    hindi = upload_head(http, FLORES / "hin_Deva.txt", 300, name="hi", domain="news", language="hin_Deva")
+    name = unique("own")
+    first = http.post("/v1/jobs", json={"tokenizer": name, "train_corpora": [english["id"]],
+                                        "spec": {"library": "tokenmill", "vocab_size": 600}})
+    assert wait_for_job(http, first.json()["id"])["status"] == "succeeded"
+    second = http.post("/v1/jobs", json={"tokenizer": name, "train_corpora": [hindi["id"]],
+                                         "spec": {"vocab_size": 700, "base": {"tokenizer": name, "version": 1}}})
+    assert second.status_code == 202, second.text
+    assert wait_for_job(http, second.json()["id"])["status"] == "succeeded"
+    page = signed_in_page(stack, team_key[1], f"/tokenizers/{name}/versions/2")
+    assert f'<a href="/tokenizers/{name}/versions/1">{name} v1</a>: 100 merges from id 600' in page, page[:3000]
+    assert _count(page, "diff-added-count") == 100 and _count(page, "diff-removed-count") == 0
+    assert _count(page, "added-count") == 100
+
+
+def signed_in_page(stack: str, key: str, path: str) -> str:
+    with httpx.Client(base_url=stack, timeout=60) as browser:
+        sign_in(browser, key)
+        page = browser.get(path)
+    assert page.status_code == 200, page.text[:500]
+    return page.text
+
+
+def _count(page: str, element: str) -> int:
+    found = re.search(rf'id="{element}">([\d,]+)<', page)
+    assert found, element
+    return int(found.group(1).replace(",", ""))
+

@@ -42,6 +42,8 @@ from tokenmill.training.tiktoken_format import parse_rank_file
 __all__ = ["BASELINES", "BYTES", "REFERENCE_NAMES", "ReferenceFileError", "load_reference", "reference_sha256"]
 
 REFERENCE_NAMES = ("gpt2", "cl100k_base", "o200k_base")
+# The presets' names, as a spec writes them (`pre_tokenizer`, `base.reference`), to the references'.
+PRESET_REFERENCES = {"gpt2": "gpt2", "cl100k": "cl100k_base", "o200k": "o200k_base"}
 # One token per UTF-8 byte (ByT5's tokenization): the floor every tokenizer's compression is read
 # against. A tiktoken Encoding of the 256 single bytes and no merge, split a character at a time.
 BYTES = "bytes"
@@ -148,3 +150,15 @@ def load_reference(name: str) -> tiktoken.Encoding:
 def reference_sha256(name: str) -> str:
     """The pinned sha256 of a reference's uncompressed rank file, which load_reference checks."""
     return _reference(name).sha256
+
+
+def reference_vocabulary(name: str) -> dict[str, int]:
+    """A reference's token → id map written as byte-level tokenizer.json writes its tokens
+    ("Ġthe"), special tokens included: what an extension of it is compared with."""
+    from tokenmill.training.tiktoken_format import byte_level_token
+
+    encoding = load_reference(name)
+    vocabulary = {byte_level_token(token): rank for token, rank in encoding._mergeable_ranks.items()}
+    vocabulary.update(encoding._special_tokens)
+    return vocabulary
+

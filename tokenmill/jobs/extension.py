@@ -29,7 +29,7 @@ import tiktoken
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.errors import InvalidInput
-from tokenmill.evaluation.references import load_reference
+from tokenmill.evaluation.references import PRESET_REFERENCES, load_reference
 from tokenmill.models import Corpus, Team, TokenizerVersion
 from tokenmill.store import ObjectStore
 from tokenmill.training.export import TIKTOKEN_FILE, manifest_of, sha256
@@ -40,8 +40,6 @@ from tokenmill.training.version_files import TrainedFiles
 from tokenmill.versions.import_formats import imported_files
 from tokenmill.versions.registry import get_version, version_file
 from tokenmill.work.progress import Report
-
-REFERENCES = {"gpt2": "gpt2", "cl100k": "cl100k_base", "o200k": "o200k_base"}
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,7 @@ def checked_base(session: Session, team: Team, spec: TrainingSpec) -> TrainingSp
     base = spec.base
     assert base is not None
     if base.reference is not None:
-        size = load_reference(REFERENCES[base.reference]).n_vocab
+        size = load_reference(PRESET_REFERENCES[base.reference]).n_vocab
         pinned = base.model_copy(update={"vocab_size": size})
     else:
         try:
@@ -83,7 +81,7 @@ def checked_base(session: Session, team: Team, spec: TrainingSpec) -> TrainingSp
 def load_base(factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.UUID, base: BaseSpec) -> Base:
     """The base's tiktoken encoding, from a reference's pinned ranks or a version's stored rank file."""
     if base.reference is not None:
-        return Base(load_reference(REFERENCES[base.reference]), base.label)
+        return Base(load_reference(PRESET_REFERENCES[base.reference]), base.label)
     with factory() as session:
         team = session.get(Team, team_id)
         if team is None:
@@ -143,7 +141,7 @@ def extended_ranks(base: Base, counts: Counter[bytes], merges: int, whole_pieces
 
 def extension_files(spec: TrainingSpec, base: Base, texts: Iterable[str], report: Report,
                     lineage: dict[str, Any]) -> TrainedFiles:
-    """Every file of the extended version, manifest included."""
+    """Every file of the extended version, manifest included; the base goes into `lineage`."""
     assert spec.base is not None and spec.base.vocab_size is not None
     report("counting", 0.0, force=True)
     counts = piece_counts(base.encoding, texts)
@@ -151,10 +149,9 @@ def extension_files(spec: TrainingSpec, base: Base, texts: Iterable[str], report
     ranks, added = extended_ranks(base, counts, spec.vocab_size - spec.base.vocab_size)
     report("exporting", 0.82, force=True)
     imported = imported_files(rank_file(ranks), base.encoding._pat_str, dict(base.encoding._special_tokens))
-    info = {**lineage, "base": {"label": base.label, **spec.base.model_dump(), "merges_added": added,
-                                "first_new_id": base.next_id}}
+    lineage["base"] = {"label": base.label, **spec.base.model_dump(), "merges_added": added, "first_new_id": base.next_id}
     files = dict(imported.files)
-    files["manifest.json"] = manifest_of(spec.model_dump(), info, files, imported.tiktoken)
+    files["manifest.json"] = manifest_of(spec.model_dump(), lineage, files, imported.tiktoken)
     return TrainedFiles(files=files, hashes={name: sha256(data) for name, data in files.items()},
                         vocab_size=imported.vocab_size)
 
@@ -192,9 +189,9 @@ def superword_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus
     ranks, added = extended_ranks(base, spans, spec.vocab_size - stage1.vocab_size, whole_pieces=False)
     report("exporting", 0.82, force=True)
     imported = imported_files(rank_file(ranks), SUPERWORD_SPLIT, dict(encoding._special_tokens))
-    info = {**lineage, "superword": {"transition_vocab_size": stage1.vocab_size, "merges_added": added,
-                                     "spans": len(spans), "split": SUPERWORD_SPLIT, "stage1_split": encoding._pat_str}}
+    lineage["superword"] = {"transition_vocab_size": stage1.vocab_size, "merges_added": added, "spans": len(spans),
+                            "split": SUPERWORD_SPLIT, "stage1_split": encoding._pat_str}
     files = dict(imported.files)
-    files["manifest.json"] = manifest_of(spec.model_dump(), info, files, imported.tiktoken)
+    files["manifest.json"] = manifest_of(spec.model_dump(), lineage, files, imported.tiktoken)
     return TrainedFiles(files=files, hashes={name: sha256(data) for name, data in files.items()},
                         vocab_size=imported.vocab_size)

@@ -51,6 +51,12 @@ def _byte_decoder() -> dict[str, int]:
 
 
 BYTE_DECODER = _byte_decoder()
+BYTE_ENCODER = {byte: char for char, byte in BYTE_DECODER.items()}  # a byte as byte-level BPE writes it
+
+
+def byte_level_token(token: bytes) -> str:
+    """A token's bytes as byte-level BPE's tokenizer.json writes them (b" the" → "Ġthe")."""
+    return "".join(BYTE_ENCODER[byte] for byte in token)
 
 # A little of everything the split presets tell apart, to try a pattern on.
 _PROBE = "Hello, World! I'm 12345 x\t\n\r\n  ñandú 你好 😀 --> end.  "

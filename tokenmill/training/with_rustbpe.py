@@ -61,10 +61,9 @@ from tokenmill.training.regex_limit import (
 )
 from tokenmill.training.spec import BYTE_ALPHABET, TrainingSpec
 from tokenmill.training.text_frames import batches, frames, read_texts, write_frame, write_texts
-from tokenmill.training.tiktoken_format import BYTE_DECODER
+from tokenmill.training.tiktoken_format import BYTE_ENCODER, byte_level_token
 
 # GPT-2's printable character for each byte value (tokenizers' ByteLevel alphabet).
-BYTE_ENCODER = {byte: char for char, byte in BYTE_DECODER.items()}
 # The order tokenizers' BpeTrainer gives the byte tokens their ids: by code point.
 BYTE_ORDER = sorted(range(BYTE_ALPHABET), key=lambda byte: ord(BYTE_ENCODER[byte]))
 ENGINE = "rustbpe's regex engine (fancy_regex)"
@@ -146,9 +145,6 @@ def merge_pairs(tokens: list[bytes]) -> list[tuple[bytes, bytes]]:
     return pairs
 
 
-def _unicode(token: bytes) -> str:
-    return "".join(BYTE_ENCODER[byte] for byte in token)
-
 
 def to_tokenizer(spec: TrainingSpec, pairs: list[tuple[bytes, bytes]]) -> Tokenizer:
     """The tokenizers pipeline the spec builds, its BPE model made of these merges (each the
@@ -157,7 +153,7 @@ def to_tokenizer(spec: TrainingSpec, pairs: list[tuple[bytes, bytes]]) -> Tokeni
     vocab = {token: index for index, token in enumerate(specials)}
     for byte in BYTE_ORDER:
         vocab[BYTE_ENCODER[byte]] = len(vocab)
-    merges = [(_unicode(left), _unicode(right)) for left, right in pairs]
+    merges = [(byte_level_token(left), byte_level_token(right)) for left, right in pairs]
     for left, right in merges:
         vocab[left + right] = len(vocab)
     if len(vocab) != len(specials) + BYTE_ALPHABET + len(pairs):

@@ -14,7 +14,7 @@ changes of tokens both vocabularies hold.
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tokenmill.models import TokenizerVersion
@@ -51,22 +51,47 @@ def load_vocabulary(store: ObjectStore, version: TokenizerVersion) -> dict[str, 
     return load_tokenizer(store, version).get_vocab(with_added_tokens=True)
 
 
-_DIFFS: OrderedDict[tuple[uuid.UUID, uuid.UUID], VocabularyDiff] = OrderedDict()
+_DIFFS: OrderedDict[tuple[str, uuid.UUID], VocabularyDiff] = OrderedDict()  # (old version id or reference, new version id)
 _DIFFS_KEPT = 32
 _DIFFS_LOCK = threading.Lock()
 
 
 def versions_diff(store: ObjectStore, old: TokenizerVersion, new: TokenizerVersion) -> VocabularyDiff:
-    """The diff of two versions' vocabularies, kept for the next page view: versions never change,
+    """The diff of two versions' vocabularies (see `diff_from`)."""
+    return diff_from(str(old.id), lambda: load_vocabulary(store, old), store, new)
+
+
+def diff_from(old_key: str, old: Callable[[], Mapping[str, int]], store: ObjectStore,
+              new: TokenizerVersion) -> VocabularyDiff:
+    """The diff from a vocabulary (`old()`, named `old_key`: a version's id, or a reference an
+    extension grew from) to a version's, kept for the next page view: versions never change,
     so a page reloaded in a loop costs two loads of tokenizer.json once, not on every view."""
-    key = (old.id, new.id)
+    key = (old_key, new.id)
     with _DIFFS_LOCK:
         if key in _DIFFS:
             _DIFFS.move_to_end(key)
             return _DIFFS[key]
-    diff = vocabulary_diff(load_vocabulary(store, old), load_vocabulary(store, new))
+    diff = vocabulary_diff(old(), load_vocabulary(store, new))
     with _DIFFS_LOCK:
         _DIFFS[key] = diff
         while len(_DIFFS) > _DIFFS_KEPT:
             _DIFFS.popitem(last=False)
     return diff
+
+
+@dataclass(frozen=True)
+class Additions:
+    """The tokens a version added to its base (ids from `first_id` on): how many, the first
+    learned (the most frequent pairs of its training text) and the longest."""
+
+    first_id: int
+    count: int
+    first: list[tuple[str, int]]
+    longest: list[tuple[str, int]]
+
+
+def additions(vocabulary: Mapping[str, int], first_id: int, shown: int = 20) -> Additions:
+    """The tokens of a byte-level vocabulary from `first_id` on (one character a byte)."""
+    new = sorted(((token, i) for token, i in vocabulary.items() if i >= first_id), key=lambda pair: pair[1])
+    longest = sorted(new, key=lambda pair: (-len(pair[0]), pair[1]))[:shown]
+    return Additions(first_id=first_id, count=len(new), first=new[:shown], longest=longest)

@@ -32,13 +32,12 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_token
 from tokenmill.errors import InvalidInput
 from tokenmill.training.export import TIKTOKEN_FILE, _json, bpe_files, sha256
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.training.tiktoken_format import BYTE_DECODER, encoding, rank_file, tiktoken_ranks
+from tokenmill.training.tiktoken_format import byte_level_token, encoding, rank_file, tiktoken_ranks
 
 NOT_A_TOKENIZER = "neither a tokenizer.json, a sentencepiece model nor a tiktoken rank file"
 # Text every derived file must encode to the source's ids: several scripts, digits, code, spacing.
 PROOF_TEXT = ("The quick brown fox jumps over 13 lazy dogs; naïve café — 1234567 + 89.\n"
               "  def f(x):\n\treturn x ** 2  # ok\nДобрый день! 你好，世界。 مرحبا بالعالم 😀 ελληνικά")
-BYTE_ENCODER = {byte: char for char, byte in BYTE_DECODER.items()}
 POSSESSIVE_INTERVAL = re.compile(r"(\{\d+(?:,\d*)?\})\+")  # `{1,3}+`: possessive in tiktoken's engine
 
 
@@ -228,13 +227,13 @@ def _matching_tokenizer(ranks: dict[bytes, int], pat_str: str, special_tokens: d
 def _rank_tokenizer(ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, int]) -> Tokenizer:
     """Byte-level BPE whose ids are the ranks: each token's merge is the split tiktoken's own
     merging of its bytes ends in (every lower-ranked pair merged first)."""
-    vocab = {_unicode(token): rank for token, rank in ranks.items()}
+    vocab = {byte_level_token(token): rank for token, rank in ranks.items()}
     vocab.update(special_tokens)  # in the model's vocabulary at their own ids (tiktoken's leave gaps)
     merges = []
     for token, rank in sorted(ranks.items(), key=lambda item: item[1]):
         if len(token) > 1:
             left, right = _last_merge(ranks, token, rank)
-            merges.append((_unicode(left), _unicode(right)))
+            merges.append((byte_level_token(left), byte_level_token(right)))
     try:
         split = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
     except Exception as exc:
@@ -261,9 +260,6 @@ def _last_merge(ranks: dict[bytes, int], token: bytes, rank: int) -> tuple[bytes
                            field="file")
     return parts[0], parts[1]
 
-
-def _unicode(token: bytes) -> str:
-    return "".join(BYTE_ENCODER[b] for b in token)
 
 
 # ---- sentencepiece models ------------------------------------------------------------------

@@ -52,9 +52,12 @@ def test_reconciliation_removes_orphans_and_keeps_what_rows_name(sessionmaker, o
         f"corpora/{team.id}/{uuid.uuid4()}",  # a corpus deleted while the store was away
         f"{job_prefix(failed)}/tokenizer.json",  # a failed job's partial files
         f"versions/{team.id}/{uuid.uuid4()}/tokenizer.json",  # a job that no longer exists (or an import never registered)
+        f"statistics/{team.id}/{uuid.uuid4()}.hashes",  # the hashes of a corpus deleted while the store was away
     }
     vanished = next(k for k in orphans if k.startswith("versions/") and not k.startswith(job_prefix(failed)))
-    kept = {corpus_key, f"{job_prefix(running)}/tokenizer.json", "elsewhere/not-ours"} | version_files
+    hashes = next(k for k in orphans if k.startswith("statistics/"))
+    kept = {corpus_key, f"{job_prefix(running)}/tokenizer.json", "elsewhere/not-ours",
+            f"statistics/{team.id}/{corpus.id}.hashes"} | version_files
     for key in orphans | (kept - version_files - {corpus_key}):
         store.put_bytes(key, b"x")
     upload = store.client.create_multipart_upload(Bucket=store.bucket, Key=store._key(f"corpora/{team.id}/{uuid.uuid4()}"))
@@ -65,16 +68,16 @@ def test_reconciliation_removes_orphans_and_keeps_what_rows_name(sessionmaker, o
     early = reconcile(sessionmaker, store, grace_seconds=3600)
     assert (early["corpus_objects"], early["version_objects"]) == (0, 1)
     assert keys(store) == kept | (orphans - {f"{job_prefix(failed)}/tokenizer.json"})
-    assert vanished in keys(store)
+    assert vanished in keys(store) and hashes in keys(store)
 
     result = reconcile(sessionmaker, store, grace_seconds=-1)
-    assert (result["corpus_objects"], result["version_objects"]) == (1, 1)
+    assert (result["corpus_objects"], result["version_objects"], result["hash_objects"]) == (1, 1, 1)
     assert early["aborted_uploads"] + result["aborted_uploads"] == 1
     assert keys(store) == kept
     uploads = store.client.list_multipart_uploads(Bucket=store.bucket).get("Uploads", [])
     assert upload["UploadId"] not in {u["UploadId"] for u in uploads}
     assert reconcile(sessionmaker, store, grace_seconds=-1) == {"corpus_objects": 0, "version_objects": 0,
-                                                                "aborted_uploads": 0}
+                                                                "hash_objects": 0, "aborted_uploads": 0}
     with pytest.raises(ObjectNotFound):
         store.get_bytes(f"{job_prefix(failed)}/tokenizer.json")
 
@@ -91,5 +94,5 @@ def test_local_store_reconciles_the_same_way(sessionmaker, tmp_path):
     partial = tmp_path / "corpora" / str(team.id) / ".part-abc"
     partial.write_bytes(b"half an upload")
     assert reconcile(sessionmaker, store, grace_seconds=-1) == {"corpus_objects": 1, "version_objects": 0,
-                                                                "aborted_uploads": 1}
+                                                                "hash_objects": 0, "aborted_uploads": 1}
     assert keys(store) == set() and not partial.exists()

@@ -3,8 +3,9 @@
 The statistics pass (tokenmill.corpora.statistics_runs) counts a corpus's own duplicates and
 stores the hashes of its distinct documents beside it, sorted little-endian uint64 under
 `statistics/<team>/<corpus>.hashes` (8 bytes a distinct document): not under `corpora/`, whose
-keys the reconciliation keeps only while a row names them. The object goes with its corpus
-(tokenmill.corpora.rows.delete_corpus).
+keys the reconciliation keeps only while a row names them by storage key. The object goes with its
+corpus (tokenmill.corpora.rows.delete_corpus); one left behind, the reconciliation deletes once
+its corpus row is gone (tokenmill.jobs.reconcile).
 
 Across a team's corpora, a document is a duplicate when its exact text is an earlier document of
 any of them, the same corpus or another: documents minus the distinct hashes of all of them,

@@ -14,6 +14,9 @@ removes them:
   named by the version's own id: kept while the version exists; an id that names neither a
   job nor a version (an import being registered, a vanished job) is deleted once older than
   the grace period;
+- `statistics/<team>/<corpus>.hashes` (a corpus's distinct document hashes,
+  tokenmill.corpora.duplicates): kept while the corpus row exists; otherwise deleted once older
+  than the grace period (the statistics of a corpus being deleted may still be writing it);
 - unfinished multipart uploads (S3) and partial writes (a local folder) older than the grace
   period are aborted.
 Keys it does not recognise are left alone.
@@ -52,12 +55,20 @@ def reconcile(factory: sessionmaker[Session], store: ObjectStore, grace_seconds:
             working, made, known = _jobs_keeping_files(session, {job for job in jobs.values() if job is not None})
         versions += _delete(store, [o for o, job in jobs.items() if job is not None and not _kept(o.key, job, working, made)
                                     and (job in known or o.modified < cutoff)])
+    hashes = 0
+    for batch in _batches(store.list_objects("statistics/")):
+        owners = {o: _corpus_of(o.key) for o in batch}
+        with factory() as session:
+            alive = set(session.scalars(select(Corpus.id).where(Corpus.id.in_({c for c in owners.values() if c}))))
+        hashes += _delete(store, [o for o, corpus in owners.items()
+                                  if corpus is not None and corpus not in alive and o.modified < cutoff])
     with transaction(factory) as session:
         forget_finished(session)
     aborted = store.abort_unfinished(cutoff)
-    if corpora or versions or aborted:
-        log.info("reconciliation deleted %d corpus and %d version objects, aborted %d uploads", corpora, versions, aborted)
-    return {"corpus_objects": corpora, "version_objects": versions, "aborted_uploads": aborted}
+    if corpora or versions or hashes or aborted:
+        log.info("reconciliation deleted %d corpus, %d version and %d hash objects, aborted %d uploads",
+                 corpora, versions, hashes, aborted)
+    return {"corpus_objects": corpora, "version_objects": versions, "hash_objects": hashes, "aborted_uploads": aborted}
 
 
 def _jobs_keeping_files(session: Session, ids: set[uuid.UUID]
@@ -85,6 +96,15 @@ def _job_of(key: str) -> uuid.UUID | None:
     parts = key.split("/")
     try:
         return uuid.UUID(parts[2]) if len(parts) >= 4 else None
+    except ValueError:
+        return None
+
+
+def _corpus_of(key: str) -> uuid.UUID | None:
+    # statistics/<team>/<corpus>.hashes
+    parts = key.split("/")
+    try:
+        return uuid.UUID(parts[2].removesuffix(".hashes")) if len(parts) == 3 and parts[2].endswith(".hashes") else None
     except ValueError:
         return None
 

@@ -88,7 +88,7 @@ class JobOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     reached_vocab_size: int | None = None  # its version's vocab_size, once it succeeded (see `of`)
-    training_data: dict[str, Any] | None = Field(None, exclude=True)  # its version's (lineage), for the notes
+    noted: dict[str, Any] | None = Field(None, exclude=True)  # its version's lineage, as far as the notes read it
 
     @computed_field
     @property
@@ -101,14 +101,14 @@ class JobOut(BaseModel):
         """What a person should know of the job's result (a vocabulary smaller than asked for), as its version says."""
         if self.reached_vocab_size is None:
             return []
-        return vocabulary_notes(self.spec, self.reached_vocab_size, self.training_data)
+        return vocabulary_notes(self.spec, self.reached_vocab_size, self.noted)
 
     @classmethod
     def of(cls, session: Session, jobs: Sequence[TrainingJob]) -> list["JobOut"]:
         """The jobs as the API shows them, each succeeded one with the vocabulary size its version reached."""
         outcomes = version_outcomes(session, jobs)
         return [cls.model_validate(job).model_copy(update=dict(zip(
-            ("reached_vocab_size", "training_data"), outcomes.get(job.id, (None, None))))) for job in jobs]
+            ("reached_vocab_size", "noted"), outcomes.get(job.id, (None, None))))) for job in jobs]
 
     @classmethod
     def one(cls, session: Session, job: TrainingJob) -> "JobOut":
@@ -145,7 +145,7 @@ class VersionOut(BaseModel):
     @property
     def notes(self) -> list[str]:
         """What a person should know of this version (a vocabulary smaller than asked for)."""
-        return vocabulary_notes(self.spec, self.vocab_size, self.lineage.get("training_data"))
+        return vocabulary_notes(self.spec, self.vocab_size, self.lineage)
 
 
 class TokenizerOut(BaseModel):

@@ -227,3 +227,34 @@ def test_deduplicated_counting_in_parts_makes_the_files_of_its_streamed_run(sess
     assert counted == streamed
     assert counted_data["duplicates_dropped"] == streamed_data["duplicates_dropped"] > 50
     assert _trained(sessionmaker, store, team, corpora, RUSTBPE) != streamed  # the duplicates did count
+
+
+def test_merged_counts_past_the_memory_budget_keep_the_frequent_pieces_and_say_so(sessionmaker, store, team_and_corpora,
+                                                                               monkeypatch):
+    from tokenmill.training import counted
+
+    team, corpora = team_and_corpora
+    spec = {**RUSTBPE, "counting": "distributed"}
+    full, _ = _training_data_of(sessionmaker, store, team, corpora, spec)
+    monkeypatch.setattr(counted, "_learner_budget", lambda limits: 2_000)  # about a dozen of its pieces
+    squeezed, lineage = _training_data_of(sessionmaker, store, team, corpora, spec)
+    pruned = lineage["pruned"]
+    assert pruned["raised"] and pruned["threshold"] > 1 and pruned["pieces_dropped"] > 0
+    assert squeezed != full
+    # What it learned from is what min_frequency at that threshold keeps, budget or not.
+    monkeypatch.setattr(counted, "_learner_budget", lambda limits: None)
+    at_threshold, _ = _training_data_of(sessionmaker, store, team, corpora, {**spec, "min_frequency": pruned["threshold"]})
+    assert at_threshold == squeezed
+
+
+def _training_data_of(sessionmaker, store, team, corpora, spec) -> tuple[dict[str, bytes], dict]:
+    job_id = _job(sessionmaker, team, corpora, spec)
+    assert run_training_job(sessionmaker, store, job_id, WorkLimits()) == "succeeded"
+    with sessionmaker() as session:
+        version = session.scalars(select(TokenizerVersion).where(TokenizerVersion.job_id == job_id)).one()
+    from service.schemas import VersionOut
+
+    notes = VersionOut.model_validate(version).notes
+    if version.lineage["pruned"]["raised"]:
+        assert any("to fit the job's memory" in note for note in notes), notes
+    return _files(sessionmaker, store, job_id), version.lineage

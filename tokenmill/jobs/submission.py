@@ -25,6 +25,7 @@ from tokenmill.pagination import Page, paginate
 from tokenmill.quotas import refuse_over, usage_of
 from tokenmill.training.mixtures import weights_refusal
 from tokenmill.training.spec import resolve_spec
+from tokenmill.versions.registry import NOTED_LINEAGE
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 IDEMPOTENCY_FIELD = "Idempotency-Key"
@@ -147,17 +148,18 @@ def list_jobs(session: Session, team: Team, page: Page, status: str | None = Non
     return paginate(session, query.order_by(TrainingJob.created_at.desc()), page)
 
 
-def version_outcomes(session: Session, jobs: Sequence[TrainingJob]) -> dict[uuid.UUID, tuple[int, dict[str, Any] | None]]:
-    """The vocabulary size each succeeded job's version reached, and what it trained on (its
-    lineage's training_data), by job id: one query for a page of jobs.
+def version_outcomes(session: Session, jobs: Sequence[TrainingJob]) -> dict[uuid.UUID, tuple[int, dict[str, Any]]]:
+    """The vocabulary size each succeeded job's version reached, and the parts of its lineage
+    its notes read (NOTED_LINEAGE), by job id: one query for a page of jobs.
 
     The job keeps what it asked for (spec.vocab_size); its version, what training reached."""
     ids = [job.id for job in jobs if job.status == Status.SUCCEEDED]
     if not ids:
         return {}
     rows = session.execute(select(TokenizerVersion.job_id, TokenizerVersion.vocab_size,
-                                  TokenizerVersion.lineage["training_data"]).where(TokenizerVersion.job_id.in_(ids)))
-    return {job_id: (size, drawn) for job_id, size, drawn in rows if job_id is not None}
+                                  *(TokenizerVersion.lineage[key] for key in NOTED_LINEAGE))
+                           .where(TokenizerVersion.job_id.in_(ids)))
+    return {job_id: (size, dict(zip(NOTED_LINEAGE, noted))) for job_id, size, *noted in rows if job_id is not None}
 
 
 def cancel_job(session: Session, team: Team, job_id: uuid.UUID | str) -> TrainingJob:

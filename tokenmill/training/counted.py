@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import psutil
@@ -43,6 +44,7 @@ from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.store import ObjectStore
 from tokenmill.training import piece_counts, spills
 from tokenmill.training.mixtures import Drawn, repeated_positions, without_positions
+from tokenmill.training.pruning import Counts, gathered
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail
@@ -51,6 +53,7 @@ from tokenmill.work.progress import Report
 log = logging.getLogger(__name__)
 
 DONE = "done"
+LEARNER_SHARE = 0.8  # of the memory the job's cap leaves this process when the counts are merged
 TOUCH_SECONDS = 2.0  # a claimed part's row is touched this often while it is counted
 Dispatch = Callable[[uuid.UUID, int, str, int], None]  # (job, attempt, prefix, how many helpers)
 
@@ -82,11 +85,13 @@ def counts_prefix(prefix: str, attempt: int | None = None) -> str:
 
 
 def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], counting: Counting,
-                  report: Report, regex_seconds: float = REGEX_DOCUMENT_SECONDS,
+                  report: Report, lineage: dict[str, Any], regex_seconds: float = REGEX_DOCUMENT_SECONDS,
                   drawn: Drawn | None = None) -> tuple[Tokenizer, dict[str, bytes]]:
     """Count the corpora in parts on every worker that helps, then learn from the merged counts
     (a custom regex may take at most `regex_seconds` on one document here; helpers have their own).
-    A mixture's rates weigh each part's counts (`drawn`); a corpus of rate 0 is not counted."""
+    A mixture's rates weigh each part's counts (`drawn`); a corpus of rate 0 is not counted.
+    The merged counts are kept within the job's memory (tokenmill.training.pruning), what that
+    left out recorded in `lineage` as `pruned`."""
     helpers = counting.helpers
     if drawn is not None:
         corpora = [corpus for corpus, rate in zip(corpora, drawn.weights(corpora)) if rate > 0]
@@ -106,12 +111,18 @@ def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
     report("merging counts", 0.5, force=True)
     weights = drawn.weights(part.corpus for part in parts) if drawn is not None else [1.0] * len(parts)
     counted = spills.merged([spills.weighted(spills.records(store.iter_chunks(key, spills.SPILL_READ)), weight)
-                             for key, weight in zip(keys, weights)], max(spec.min_frequency, 1))
+                             for key, weight in zip(keys, weights)])
+    arrays, pruned = gathered(counted, spec.min_frequency, _learner_budget(counting.limits))
+    lineage["pruned"] = pruned.record()
+    if pruned.raised:
+        log.warning("job %s: the merged counts kept pieces seen %d times or more to fit the job's memory "
+                    "(%d distinct pieces dropped)", counting.job_id, pruned.threshold, pruned.dropped)
     if drawn is not None:
         for corpus in corpora:
             drawn.weighed(corpus)
         drawn.end()
-    result = _learn(spec, counted, report)
+    result = _learn(spec, arrays, report)
+    del arrays
     log.info("job %s: learned from the merged counts (this process holds %d MiB)", counting.job_id,
              psutil.Process().memory_info().rss >> 20)
     with transaction(counting.factory) as session:
@@ -151,16 +162,26 @@ class _Numbered:
             yield document
 
 
-def _learn(spec: TrainingSpec, counted: Iterator[tuple[bytes, int]], report: Report) -> tuple[Tokenizer, dict[str, bytes]]:
+def _learner_budget(limits: WorkLimits) -> int | None:
+    """What the merged counts may take of the job's memory cap: most of what this process does not hold yet."""
+    if limits.max_memory is None:
+        return None
+    return int(LEARNER_SHARE * max(limits.max_memory - psutil.Process().memory_info().rss, 0))
+
+
+def _learn(spec: TrainingSpec, counts: Counts, report: Report) -> tuple[Tokenizer, dict[str, bytes]]:
+    lengths, seen, data = counts
     if spec.library == "sentencepiece":
         from tokenmill.training.with_sentencepiece import train_sentencepiece
 
-        lines = (f"{piece.decode('utf-8')}\t{seen}" for piece, seen in counted)
+        ends = np.cumsum(lengths)
+        lines = (f"{data[end - length:end].tobytes().decode('utf-8')}\t{count}"
+                 for length, end, count in zip(lengths.tolist(), ends.tolist(), seen.tolist()))
         result = train_sentencepiece(spec, lines, lambda done: report("training", 0.5 + 0.3 * done), counted=True)
         return result.tokenizer_and_files()
-    from tokenmill.training.with_tokenmill import learned_tokenizer
+    from tokenmill.training.with_tokenmill import learned_from_counts
 
-    tokenizer = learned_tokenizer(spec, counted)
+    tokenizer = learned_from_counts(spec, counts)
     report("training", 0.8, force=True)
     return tokenizer, {}
 

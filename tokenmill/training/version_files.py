@@ -109,7 +109,7 @@ def train_version_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Co
         if counting is None:
             raise ValueError("a spec with counting 'distributed' trains inside a job (it needs its parts' rows)")
         report("counting", 0.0, force=True)
-        tokenizer, extra = train_counted(spec, store, corpora, counting, report, regex_seconds,
+        tokenizer, extra = train_counted(spec, store, corpora, counting, report, lineage, regex_seconds,
                                          Drawn.of(spec, corpora, lineage))
         return _version(spec, tokenizer, extra, lineage, report)
     drawn = Drawn.of(spec, corpora, lineage)

@@ -69,7 +69,7 @@ def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int |
     if normalizer is None and (preset := _compiled_preset(spec.regex_pattern)) is not None:
         from tokenmill.training.splitting.counting import counted_in_threads
 
-        return _learned(spec, counted_in_threads(texts, preset, threads))
+        return learned_from_counts(spec, counted_in_threads(texts, preset, threads))
     seconds = limit_of(spec.pre_tokenizer_regex, regex_seconds)
     heading = [json.dumps({"pattern": spec.regex_pattern, "seconds": seconds}).encode(),
                pickle.dumps(normalizer) if normalizer is not None else b""]
@@ -85,7 +85,7 @@ def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int |
 
     lengths, seen, data = (np.concatenate([part[i] for part in counted]) for i in range(3))
     del counted  # the children's frames: the copies above are what the learner reads
-    return _learned(spec, (lengths, seen, data))
+    return learned_from_counts(spec, (lengths, seen, data))
 
 
 def _compiled_preset(pattern: str) -> str | None:
@@ -96,21 +96,13 @@ def _compiled_preset(pattern: str) -> str | None:
     return preset_of(pattern)
 
 
-def _learned(spec: "TrainingSpec", counts: "tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]") -> "Tokenizer":
+def learned_from_counts(spec: "TrainingSpec", counts: "tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]") -> "Tokenizer":
     """The tokenizer of the merges learned from counted pieces (each one's length, count, bytes)."""
     from tokenmill.training.merge_learner import learn_merges_of  # numba: imported by a process that learns
     from tokenmill.training.with_rustbpe import to_tokenizer
 
     lengths, seen, data = counts
     return to_tokenizer(spec, learn_merges_of(data, lengths, seen, merges_wanted(spec)))
-
-
-def learned_tokenizer(spec: "TrainingSpec", counted: Iterable[tuple[bytes, int]]) -> "Tokenizer":
-    """The tokenizer of the merges learned from (piece bytes, count) pairs."""
-    from tokenmill.training.merge_learner import learn_merges  # numba: imported by a process that learns
-    from tokenmill.training.with_rustbpe import to_tokenizer
-
-    return to_tokenizer(spec, learn_merges(counted, merges_wanted(spec)))
 
 
 def merges_wanted(spec: "TrainingSpec") -> int:

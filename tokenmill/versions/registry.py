@@ -78,11 +78,21 @@ def get_version(session: Session, team: Team, name: str, version: str | int) -> 
     raise NotFound(f"tokenizer {name!r} has no version {version}")
 
 
-def vocabulary_notes(spec: dict[str, Any], reached: int, drawn: dict[str, Any] | None = None) -> list[str]:
+NOTED_LINEAGE = ("training_data", "pruned")  # the parts of a version's lineage its notes read
+
+
+def vocabulary_notes(spec: dict[str, Any], reached: int, lineage: dict[str, Any] | None = None) -> list[str]:
     """Why a version has fewer tokens than its spec asked for, if it has; what an extension added;
-    what a mixture or deduplication trained on (`drawn`: the lineage's training_data)."""
+    what a mixture or deduplication trained on, and what fitting the counts in memory left out
+    (the lineage's NOTED_LINEAGE)."""
     base = spec.get("base") or {}
-    added = training_data_notes(drawn) if drawn else []
+    lineage = lineage or {}
+    added = training_data_notes(lineage["training_data"]) if lineage.get("training_data") else []
+    pruned = lineage.get("pruned") or {}
+    if pruned.get("raised"):
+        added.append(f"to fit the job's memory, only pieces seen {pruned['threshold']:,} times or more were learned from "
+                     f"(min_frequency {pruned['min_frequency']}): {pruned['pieces_dropped']:,} distinct pieces, "
+                     f"{100 * pruned['dropped_share']:.2f} % of all occurrences, left out")
     if base.get("vocab_size"):
         label = f"reference {base['reference']}" if base.get("reference") else f"{base.get('tokenizer')} v{base.get('version')}"
         added += [f"extends {label}: its {base['vocab_size']} tokens keep their ids; {reached - base['vocab_size']} "

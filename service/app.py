@@ -15,6 +15,7 @@ from service.routes import bpe, corpora, evaluations, health, jobs, metrics, tea
 from service.uploads import UploadsInFlight
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.encoding import sandbox
+from tokenmill.playground import cost_report
 from tokenmill.settings import DEVELOPMENT_SECRET, Settings, get_settings
 from tokenmill.store import open_store
 
@@ -61,6 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.quota_cache = {}
         app.state.uploads = UploadsInFlight()
         sandbox.start(settings.encode_timeout_seconds)  # warm encode processes before the first request
+        cost_report.warm_up()  # the references' ranks, parsed before the first request instead of in it
         yield
         sandbox.close()
         app.state.queue.close()

@@ -279,19 +279,22 @@ def is_base_token(token: str, byte_level: bool) -> bool:
     return len(token) <= 1
 
 
+def warm_up() -> None:
+    """Read the references' rank files and vocabularies now (about a second of this process's
+    time, parsing them): at start, not inside the first request, which would hold every other
+    request of the process meanwhile."""
+    for name in REFERENCE_NAMES:
+        reference_vocabulary(name)
+
+
 @lru_cache(maxsize=None)
 def reference_vocabulary(name: str) -> Vocabulary:
     """GPT-2's, cl100k's or o200k's ranks, from tiktoken alone (the evaluation kernels stay out of
     the API process): special tokens and unused ranks apart, single bytes as the base."""
     enc = load_reference(name)
+    ranks = enc._mergeable_ranks  # special tokens and unused ranks (between the two) stay at -1
     lengths = np.full(enc.n_vocab, -1, dtype=np.int64)
-    for rank in range(enc.n_vocab):
-        if enc.is_special_token(rank):
-            continue
-        try:
-            lengths[rank] = len(enc.decode_single_token_bytes(rank))
-        except KeyError:
-            pass  # a rank between the mergeable ranks and the special tokens: never produced
+    lengths[np.fromiter(ranks.values(), np.int64, len(ranks))] = np.fromiter(map(len, ranks), np.int64, len(ranks))
     return Vocabulary(lengths < 0, lengths == 1, lambda i: enc.decode_single_token_bytes(i).decode("utf-8", "replace"))
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import Request
 
-from tokenmill.corpora.ingest import unstorable
+from tokenmill.db import unstorable
 from tokenmill.errors import InvalidInput
 
 MAX_INTEGER = 2**63 - 1

@@ -28,7 +28,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.logs import REQUEST_ID, access_log, request_id
 from service.metrics import UNKNOWN_TEAM, UNMATCHED, Metrics
-from service.problems import DATABASE_UNAVAILABLE, POOL_BUSY, domain_problem, pool_busy, problem, unavailable
+from service.problems import domain_problem, pool_busy, problem, unavailable
+from tokenmill.db import DATABASE_AWAY, POOL_BUSY
 from tokenmill.errors import Unauthorized
 from tokenmill.models import Team
 from tokenmill.settings import Settings
@@ -70,7 +71,7 @@ class Authentication:
             team = await run_in_threadpool(_team_of, request, key)
         except Unauthorized as exc:
             response = domain_problem(request, exc)
-        except DATABASE_UNAVAILABLE as exc:
+        except DATABASE_AWAY as exc:
             response = unavailable(request.url.path, "database", exc)
         except POOL_BUSY:
             response = pool_busy(request.url.path)

@@ -20,11 +20,11 @@ from http import HTTPStatus
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DataError, InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException
 
 from service.logs import REQUEST_ID, REQUEST_ID_HEADER
+from tokenmill.db import DATABASE_AWAY, POOL_BUSY
 from tokenmill.errors import OverQuota, TokenmillError
 from tokenmill.store import TRANSIENT_ERRORS
 
@@ -32,10 +32,6 @@ log = logging.getLogger(__name__)
 
 MEDIA_TYPE = "application/problem+json"
 RETRY_AFTER_SECONDS = 5
-# The database did not answer: its server is down or unreachable.
-DATABASE_UNAVAILABLE: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
-# Every connection of this process's pool stayed in use while the request waited: load, not an outage.
-POOL_BUSY: tuple[type[BaseException], ...] = (PoolTimeout,)
 
 
 def problem(status: int, title: str, detail: str, headers: dict[str, str] | None = None, **extra) -> JSONResponse:
@@ -135,7 +131,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(TokenmillError, domain_problem)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
-    for error in DATABASE_UNAVAILABLE:
+    for error in DATABASE_AWAY:
         app.add_exception_handler(error, _database_unavailable)
     for error in POOL_BUSY:
         app.add_exception_handler(error, _pool_busy)

@@ -13,12 +13,10 @@ from celery import Celery
 from kombu.exceptions import OperationalError
 
 from tokenmill.settings import Settings, celery_broker
+from tokenmill.work import task_names
 
 log = logging.getLogger(__name__)
 
-TRAIN_TASK = "tokenmill.train"
-EVALUATE_TASK = "tokenmill.evaluate"
-STATISTICS_TASK = "tokenmill.corpus_statistics"
 
 # Redis answers a publish in milliseconds; silence for seconds means it is away.
 REDIS_TIMEOUTS = {"socket_connect_timeout": 2, "socket_timeout": 3}
@@ -53,13 +51,13 @@ class Queue:
         return True
 
     def send_training(self, job_id: uuid.UUID) -> bool:
-        return self._send(TRAIN_TASK, job_id=job_id)
+        return self._send(task_names.TRAIN, job_id=job_id)
 
     def send_evaluation(self, run_id: uuid.UUID) -> bool:
-        return self._send(EVALUATE_TASK, run_id=run_id)
+        return self._send(task_names.EVALUATE, run_id=run_id)
 
     def send_statistics(self, corpus_id: uuid.UUID) -> bool:
-        return self._send(STATISTICS_TASK, corpus_id=corpus_id)
+        return self._send(task_names.STATISTICS, corpus_id=corpus_id)
 
     def ping(self) -> None:
         with self.app.connection_for_write() as connection:

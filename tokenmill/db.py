@@ -1,5 +1,6 @@
 """Engine and session factory. Callers own transactions: core functions flush, never commit."""
 
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -8,6 +9,8 @@ from typing import Any, cast
 
 from sqlalchemy import CursorResult, DateTime, Dialect, Engine, MetaData, Result, TypeDecorator, create_engine, event
 from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry
 
@@ -24,8 +27,32 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+# The database did not answer: its server is down, restarting or unreachable.
+DATABASE_AWAY: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
+# Every connection of a process's pool stayed in use while it waited: load, not an outage.
+POOL_BUSY: tuple[type[BaseException], ...] = (PoolTimeout,)
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def unstorable(text: str, controls: bool = False) -> str | None:
+    """Why text can be neither stored (PostgreSQL text holds no NUL) nor trained on or encoded
+    (a lone surrogate is not text), as "holds …" naming the code point, never echoing the text;
+    with `controls`, any control character too (special tokens); None when it is fine. The
+    common cases run in C: a search for NUL and an encode."""
+    if "\x00" in text:
+        return "holds a NUL character (U+0000)"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"holds a lone surrogate (U+{ord(text[exc.start]):04X}), which is not text"
+    if controls and not text.isprintable():
+        for char in text:
+            if unicodedata.category(char) == "Cc":
+                return f"holds a control character (U+{ord(char):04X})"
+    return None
 
 
 def rowcount(result: Result[Any]) -> int:

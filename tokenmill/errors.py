@@ -13,6 +13,10 @@
         └── ShareBusy       429  the team's own share of it is taken (its other requests): its rate, not an outage
 
 Each error says what its problem+json adds: `fields()` (beyond detail and field) and `headers()`.
+
+Below them, the errors that never reach a person as they are: the core raises and catches them
+between its own parts (a cancelled job, a transient fault, a sandbox's unanswered call, a
+split past its time, a reference file not the pinned one).
 """
 
 
@@ -110,3 +114,52 @@ class ShareBusy(Busy):
 
     status = 429
     title = "Too many requests"
+
+
+# ---- internal: raised and caught inside the core ---------------------------------------------
+
+class JobCancelled(Exception):
+    """The row is no longer running in this attempt (cancelled, failed or taken over by the sweeper)."""
+
+
+class TransientError(Exception):
+    """A fault worth retrying (database or store unavailable); the job is queued again, due
+    `retry_in` seconds from now."""
+
+    def __init__(self, message: str, retry_in: float) -> None:
+        super().__init__(message)
+        self.retry_in = retry_in
+
+
+class SandboxError(Exception):
+    """Work sent to a sandbox process (tokenmill.encoding.sandbox) gave no answer."""
+
+
+class TimedOut(SandboxError):
+    """The work passed its wall-time limit; its process was killed."""
+
+
+class OverMemory(SandboxError):
+    """The work's process grew past the memory limit; it was killed."""
+
+
+class Failed(SandboxError):
+    """The work raised in its process (`kind` "error"), a Rust panic ended it ("panic"), or the
+    process died ("died": a crash, or killed from outside)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class SlowDocument(Exception):
+    """A split ran past its time limit on a document: its number (from 0) among those counted."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(f"document {number + 1}")
+        self.number = number
+
+
+class ReferenceFileError(RuntimeError):
+    """A reference rank file is missing or is not the pinned file."""
+

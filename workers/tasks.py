@@ -15,12 +15,14 @@ from celery.signals import worker_init, worker_process_init
 
 from tokenmill.corpora.statistics_runs import abandon_statistics, run_next_statistics
 from tokenmill.db import make_engine, make_sessionmaker
+from tokenmill.errors import TransientError
 from tokenmill.evaluation.pipeline import abandon_run, run_next_evaluation
 from tokenmill.jobs.pipeline import abandon_job, run_next_job
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
 from tokenmill.training.counted import Helpers, help_counting
-from tokenmill.work.lifecycle import TIME_LIMIT, TRANSIENT, TransientError, WorkLimits
+from tokenmill.work import task_names
+from tokenmill.work.lifecycle import TIME_LIMIT, TRANSIENT, WorkLimits
 from workers.app import app
 
 
@@ -53,9 +55,9 @@ def reset_after_fork(**_) -> None:
 
 # How to fail the row a task's killed child had claimed (found by the task's id).
 ABANDON = {
-    "tokenmill.train": lambda factory, store, task_id: abandon_job(factory, store, task_id, TIME_LIMIT),
-    "tokenmill.evaluate": lambda factory, store, task_id: abandon_run(factory, store, task_id, TIME_LIMIT),
-    "tokenmill.corpus_statistics": lambda factory, store, task_id: abandon_statistics(factory, task_id),
+    task_names.TRAIN: lambda factory, store, task_id: abandon_job(factory, store, task_id, TIME_LIMIT),
+    task_names.EVALUATE: lambda factory, store, task_id: abandon_run(factory, store, task_id, TIME_LIMIT),
+    task_names.STATISTICS: lambda factory, store, task_id: abandon_statistics(factory, task_id),
 }
 
 
@@ -94,7 +96,7 @@ def send_counters(job_id: uuid.UUID, attempt: int, prefix: str, helpers: int) ->
         expires=get_settings().task_expires)
 
 
-@app.task(name="tokenmill.train", base=LimitedTask, bind=True, ignore_result=True, max_retries=3)
+@app.task(name=task_names.TRAIN, base=LimitedTask, bind=True, ignore_result=True, max_retries=3)
 def train(self, job_id: str) -> str:
     factory, store = resources()
     settings = get_settings()
@@ -106,7 +108,7 @@ def train(self, job_id: str) -> str:
         raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries))
 
 
-@app.task(name="tokenmill.count_parts", ignore_result=True)
+@app.task(name=task_names.COUNT_PARTS, ignore_result=True)
 def count_parts(job_id: str, attempt: int, prefix: str) -> int:
     # Helps a distributed-counting job; its coordinator re-claims whatever a dead helper left.
     factory, store = resources()
@@ -116,7 +118,7 @@ def count_parts(job_id: str, attempt: int, prefix: str) -> int:
                          regex_seconds=limits.regex_seconds)
 
 
-@app.task(name="tokenmill.evaluate", base=LimitedTask, bind=True, ignore_result=True, max_retries=3)
+@app.task(name=task_names.EVALUATE, base=LimitedTask, bind=True, ignore_result=True, max_retries=3)
 def evaluate(self, run_id: str) -> str:
     factory, store = resources()
     try:
@@ -126,7 +128,7 @@ def evaluate(self, run_id: str) -> str:
         raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries))
 
 
-@app.task(name="tokenmill.corpus_statistics", base=LimitedTask, bind=True, ignore_result=True)
+@app.task(name=task_names.STATISTICS, base=LimitedTask, bind=True, ignore_result=True)
 def corpus_statistics(self, corpus_id: str) -> bool:
     factory, store = resources()
     return run_next_statistics(factory, store, uuid.UUID(corpus_id), WorkLimits.of(get_settings()), self.request.id,

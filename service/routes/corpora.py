@@ -4,7 +4,6 @@ import uuid
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from sqlalchemy import select
 
 from service.deps import ExpensiveTeamDep, PageDep, SessionDep, SettingsDep, StoreDep, TeamDep
 from service.schemas import CorpusOut, DuplicatesOut, Listing
@@ -13,7 +12,6 @@ from tokenmill.corpora import rows as corpus_rows
 from tokenmill.corpora.duplicates import hashed_corpora, team_duplicates
 from tokenmill.corpora.ingest import NAMED_FIELDS
 from tokenmill.corpora.reading import FORMATS
-from tokenmill.models import Corpus
 from tokenmill.pagination import paginate
 
 router = APIRouter(prefix="/v1/corpora", tags=["corpora"])
@@ -44,12 +42,7 @@ async def upload_corpus(request: Request, team: ExpensiveTeamDep):
 
 @router.get("", response_model=Listing[CorpusOut])
 def list_corpora(session: SessionDep, team: TeamDep, page: PageDep, domain: str | None = None, language: str | None = None):
-    query = select(Corpus).where(Corpus.team_id == team.id)
-    if domain:
-        query = query.where(Corpus.domain == domain)
-    if language:
-        query = query.where(Corpus.language == language)
-    rows, total = paginate(session, query.order_by(Corpus.created_at.desc()), page)
+    rows, total = paginate(session, corpus_rows.newest_corpora(team.id, domain, language), page)
     return {"items": rows, "total": total, "page": page.page, "limit": page.limit}
 
 

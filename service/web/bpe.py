@@ -21,13 +21,13 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from markupsafe import Markup, escape
 from pydantic import ValidationError
-from sqlalchemy import select
 
 from service.deps import SessionDep, StoreDep, spend_dashboard_request
 from service.web.auth import ScriptSessionDep, WebSessionDep
 from service.web.charts import CHAR_WIDTH, FONT, MARK, PALETTE, linear_domain, responsive, tick_label
 from service.web.render import WebRoute, render, templates
 from service.web.tokens import version_labeller
+from tokenmill.corpora.rows import newest_corpora
 from tokenmill.errors import InvalidInput, TokenmillError
 from tokenmill.models import Corpus, Team
 from tokenmill.pagination import MAX_LIMIT, Page
@@ -149,8 +149,7 @@ def run_heading(about: dict[str, Any]) -> str:
 
 
 def corpus_options(session, team: Team) -> list[Corpus]:
-    query = select(Corpus).where(Corpus.team_id == team.id).order_by(Corpus.created_at.desc()).limit(CORPORA_LISTED)
-    return list(session.scalars(query))
+    return list(session.scalars(newest_corpora(team.id).limit(CORPORA_LISTED)))
 
 
 def request_body(corpus: str | None, tie_break: str, end_of_word: bool, step: int, tokenizer: str | None,

@@ -29,7 +29,6 @@ from urllib.parse import quote
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from markupsafe import Markup
-from sqlalchemy import select
 
 from service.deps import SessionDep, StoreDep, spend_request
 from service.inputs import MAX_PAGE, check_values
@@ -41,9 +40,8 @@ from service.web.render import WebRoute, render, see_other, wants_json
 from tokenmill.corpora.duplicates import TeamDuplicates, hashed_corpora, team_duplicates
 from tokenmill.corpora.ingest import NAMED_FIELDS
 from tokenmill.corpora.reading import FORMATS
-from tokenmill.corpora.rows import delete_corpus, get_corpus
+from tokenmill.corpora.rows import delete_corpus, get_corpus, newest_corpora
 from tokenmill.errors import InvalidInput, TokenmillError
-from tokenmill.models import Corpus
 from tokenmill.pagination import Page, page_count, paginate
 from tokenmill.store import TRANSIENT_ERRORS
 
@@ -55,8 +53,7 @@ FIELDS = ("name", "domain", "language", "format", "text_field", "parallel_group"
 
 def _corpora_page(request: Request, session, web, page: int, form: Mapping[str, str] | None = None,
                   error: TokenmillError | None = None, deleted: str | None = None):
-    query = select(Corpus).where(Corpus.team_id == web.team.id)
-    rows, total = paginate(session, query.order_by(Corpus.created_at.desc()), Page(page=page, limit=PER_PAGE))
+    rows, total = paginate(session, newest_corpora(web.team.id), Page(page=page, limit=PER_PAGE))
     values = {name: str(form.get(name) or "") for name in FIELDS} if form else {"format": ""}
     duplicates = _team_duplicates(request, session, web.team.id)
     return render(request, "corpora.html", web, status_code=error.status if error else 200, corpora=rows, total=total,

@@ -28,6 +28,7 @@ from service.web.auth import FormDep, WebSession, WebSessionDep
 from service.web.job_advice import advice
 from service.web.render import WebRoute, render, see_other, templates
 from service.web.spec_form import SpecField, changed_advanced, form_values, spec_fields, spec_from_form, spec_values
+from tokenmill.corpora.rows import newest_corpora
 from tokenmill.errors import InvalidInput, NotFound, OverQuota
 from tokenmill.jobs.submission import IDEMPOTENCY_FIELD, cancel_job, get_job, list_jobs, submit_job
 from tokenmill.models import FINISHED, Corpus, TokenizerVersion, TrainingJob
@@ -65,8 +66,9 @@ def cancel(web: WebSessionDep, form: FormDep, session: SessionDep, job_id: uuid.
     return see_other(f"/jobs/{job.id}" if form.get("back") == "job" else f"/jobs#job-{job.id}")
 
 
-def team_corpora(session: Session, web: WebSession) -> list[Corpus]:
-    return list(session.scalars(select(Corpus).where(Corpus.team_id == web.team.id).order_by(Corpus.created_at.desc())))
+def form_corpora(session: Session, web: WebSession) -> list[Corpus]:
+    """Every corpus of the team, newest first: what the job form offers."""
+    return list(session.scalars(newest_corpora(web.team.id)))
 
 
 def corpus_groups(corpora: list[Corpus]) -> list[dict[str, object]]:
@@ -95,7 +97,7 @@ def _job_form(request: Request, session: Session, store, web: WebSession, form=N
         values, tokenizer = form_values(fields, form), (str(form.get("tokenizer") or "") if form else "")
     # The form keeps its key across corrections; a key already spent on other values gets a fresh one.
     key = form.get("idempotency_key") if form and not (error and error.field == IDEMPOTENCY_FIELD) else None
-    corpora = team_corpora(session, web)
+    corpora = form_corpora(session, web)
     training = [c for c in corpora if str(c.id) in chosen["train_corpora"]]
     session.commit()  # the advice may read corpus samples from the store: hold no database connection meanwhile
     spec = spec_from_form(fields, _as_form(fields, values))
@@ -145,7 +147,7 @@ def job_advice(web: WebSessionDep, form: FormDep, session: SessionDep, store: St
     """What the form would start, as the page's script asks while the form is filled in."""
     fields = spec_fields()
     ids = set(form.getlist("train_corpora"))
-    training = [c for c in team_corpora(session, web) if str(c.id) in ids]
+    training = [c for c in form_corpora(session, web) if str(c.id) in ids]
     session.commit()
     notes = advice(store, spec_from_form(fields, form), training)
     return JSONResponse({"html": templates.env.get_template("_advice.html").render(advice=notes)})

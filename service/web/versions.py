@@ -29,7 +29,6 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from markupsafe import Markup, escape
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sqlalchemy import select
 
 from service.deps import SessionDep, StoreDep, spend_dashboard_request
 from service.downloads import bundle_response, file_response
@@ -39,11 +38,12 @@ from service.web.floors import floor_notes, one_per_language, version_pattern
 from service.web.parity import parallel_group, side_by_side, twin, twin_form_query
 from service.web.render import WebRoute, render, templates
 from service.web.tokens import token_labels, version_labeller
+from tokenmill.corpora.rows import newest_corpora
 from tokenmill.encoding.subword_sampling import MAX_SEED, SamplingOptions, chosen, method_of
 from tokenmill.errors import Busy, InvalidInput, NotFound, TokenmillError
-from tokenmill.evaluation.references import PRESET_REFERENCES, REFERENCE_NAMES, reference_vocabulary
+from tokenmill.evaluation.references import PRESET_REFERENCES, REFERENCE_NAMES, reference_token_ids
 from tokenmill.evaluation.reports import version_curve, version_evaluations, version_label
-from tokenmill.models import Corpus, Team, TokenizerVersion
+from tokenmill.models import Team, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
 from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
 from tokenmill.playground.encode import MAX_TEXT, encode_with_reference, encode_with_version
@@ -247,7 +247,7 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
     options = compare_options(session, web.team, row.name)
     parity = parity_context(session, web.team, row)
     languages = {e["language"] for e in evaluations}
-    corpora = one_per_language(session.scalars(select(Corpus).where(Corpus.team_id == web.team.id)), languages)
+    corpora = one_per_language(session.scalars(newest_corpora(web.team.id)), languages)
     compare = compare or "reference:o200k_base"
     try:
         target: TokenizerVersion | str | TokenmillError = resolve_target(session, web.team, compare)
@@ -258,7 +258,7 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
     against = base.diff_from if base is not None and base.diff_from is not None else previous
     diff = None
     if isinstance(against, str):
-        diff = diff_from(f"reference:{against}", lambda: reference_vocabulary(against), store, row)
+        diff = diff_from(f"reference:{against}", lambda: reference_token_ids(against), store, row)
     elif against is not None:
         diff = versions_diff(store, against, row)
     added = additions(load_vocabulary(store, row), base.first_new_id) if base is not None else None

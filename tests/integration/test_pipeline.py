@@ -8,6 +8,7 @@ from sqlalchemy import select, update
 
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction, utcnow
+from tokenmill.errors import JobCancelled, TransientError
 from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.jobs.submission import cancel_job, submit_job
 from tokenmill.jobs.sweeper import Senders, sweep
@@ -107,7 +108,7 @@ def test_sweeper_resends_lost_jobs_retries_silent_ones_and_fails_the_exhausted(s
 
 def test_a_silent_job_is_taken_over_by_its_redelivery_and_the_old_attempt_can_no_longer_write(
         sessionmaker, store, team_and_corpus):
-    from tokenmill.work.lifecycle import JobCancelled
+    
     from tokenmill.work.progress import Reporter
 
     team, corpus = team_and_corpus
@@ -224,7 +225,7 @@ class FlakyStore:
 
 
 def test_a_store_outage_requeues_the_job_then_it_succeeds(sessionmaker, store, team_and_corpus):
-    from tokenmill.work.lifecycle import TransientError
+    
 
     team, corpus = team_and_corpus
     job_id = new_job(sessionmaker, team, corpus)

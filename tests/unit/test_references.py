@@ -12,13 +12,9 @@ import tiktoken_ext.openai_public as openai_public
 from tokenizers import Regex, pre_tokenizers
 
 from tests.services import FIXTURES
+from tokenmill.errors import ReferenceFileError
 from tokenmill.evaluation import references
-from tokenmill.evaluation.references import (
-    REFERENCE_NAMES,
-    ReferenceFileError,
-    load_reference,
-    reference_sha256,
-)
+from tokenmill.evaluation.references import REFERENCE_NAMES, load_reference, reference_sha256
 from tokenmill.training import patterns
 from tokenmill.training.patterns import PATTERNS
 

@@ -9,6 +9,7 @@ import time
 import psutil
 import pytest
 
+from tokenmill.errors import SlowDocument
 from tokenmill.models import Corpus
 from tokenmill.store import LocalStore
 from tokenmill.training import spills, with_tokenizers
@@ -93,7 +94,7 @@ def test_fancy_regex_giving_up_on_a_document_is_named_with_its_batch():
 
 def test_counting_names_the_document_its_split_ran_too_long_on():
     split = spills.split_by(SLOW_REGEX, None, 0.2)
-    with pytest.raises(spills.SlowDocument) as slow:
+    with pytest.raises(SlowDocument) as slow:
         spills.count(["a1 b2!", "x", SLOW_DOCUMENT, "y"], split)
     assert slow.value.number == 2
 

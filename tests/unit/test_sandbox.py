@@ -8,7 +8,8 @@ import time
 import pytest
 from tokenizers import Tokenizer
 
-from tokenmill.encoding.sandbox import Busy, Failed, OverMemory, Sandbox, TimedOut
+from tokenmill.encoding.sandbox import Busy, Sandbox
+from tokenmill.errors import Failed, OverMemory, TimedOut
 from tokenmill.training import with_tokenizers
 from tokenmill.training.spec import resolve_spec
 

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora.reading import FORMATS, LineSplitter, decompressed, document_of, json_value
 from tokenmill.corpora.text_counts import TextCounts
-from tokenmill.db import transaction
+from tokenmill.db import transaction, unstorable
 from tokenmill.errors import InvalidCorpus, InvalidInput, OverQuota, TooLarge
 from tokenmill.models import Corpus, Team
 from tokenmill.quotas import Quotas, refuse_over, usage_of
@@ -49,17 +49,6 @@ JSONL_SUFFIXES = tuple(name + packed for name in (".jsonl", ".ndjson") for packe
 def format_by_name(filename: str | None) -> str | None:
     """'jsonl' for a file named as JSON lines (.jsonl, .ndjson, gzipped or zstd'ed); None: the name does not say."""
     return "jsonl" if filename and filename.lower().endswith(JSONL_SUFFIXES) else None
-
-
-def unstorable(value: str) -> str | None:
-    """Why a string cannot be stored in a row, or None: PostgreSQL text holds no NUL, and a lone surrogate is not text."""
-    if "\x00" in value:
-        return "holds a NUL character (U+0000)"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return "holds a lone surrogate (U+D800 to U+DFFF), which is not text"
-    return None
 
 
 @dataclass

@@ -5,7 +5,7 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from tokenmill.corpora.duplicates import hashes_key
@@ -14,6 +14,17 @@ from tokenmill.models import Corpus, Team
 from tokenmill.store import ObjectStore
 
 log = logging.getLogger(__name__)
+
+
+def newest_corpora(team_id: uuid.UUID, domain: str | None = None, language: str | None = None) -> Select[Corpus]:
+    """The query of the team's corpora, newest first (of one domain or language if given): to
+    page, to cut short or to read whole. Every list of a team's corpora starts here."""
+    query = select(Corpus).where(Corpus.team_id == team_id)
+    if domain:
+        query = query.where(Corpus.domain == domain)
+    if language:
+        query = query.where(Corpus.language == language)
+    return query.order_by(Corpus.created_at.desc())
 
 
 def get_corpus(session: Session, team: Team, corpus_id: uuid.UUID) -> Corpus:
@@ -53,7 +64,7 @@ def parse_ids(values: Sequence[str], field: str) -> list[uuid.UUID]:
         raise InvalidInput(f"'{field}' must be a list of corpus ids", field=field) from None
 
 
-def team_corpora(session: Session, team: Team, ids: Sequence[uuid.UUID], field: str) -> list[Corpus]:
+def named_corpora(session: Session, team: Team, ids: Sequence[uuid.UUID], field: str) -> list[Corpus]:
     """The team's corpora with these ids, in order; an unknown or foreign id is a 422 naming the field."""
     rows = {c.id: c for c in session.scalars(select(Corpus).where(Corpus.team_id == team.id, Corpus.id.in_(ids)))}
     missing = [str(i) for i in ids if i not in rows]
@@ -70,7 +81,7 @@ def existing_corpora(session: Session, ids: Sequence[str]) -> list[Corpus]:
 
 
 def corpus_ids_or_all(session: Session, team: Team, values: Sequence[str] | None, field: str) -> list[uuid.UUID]:
-    """The ids of the named corpora (checked as `team_corpora` does), or of all the team's, oldest first."""
+    """The ids of the named corpora (checked as `named_corpora` does), or of all the team's, oldest first."""
     if values is None:
         return list(session.scalars(select(Corpus.id).where(Corpus.team_id == team.id).order_by(Corpus.created_at)))
-    return [c.id for c in team_corpora(session, team, parse_ids(values, field), field)]
+    return [c.id for c in named_corpora(session, team, parse_ids(values, field), field)]

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import psutil
 
-from tokenmill.errors import Busy, InvalidInput, ShareBusy
+from tokenmill.errors import Busy, Failed, InvalidInput, OverMemory, ShareBusy, TimedOut
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -74,27 +74,6 @@ Encoded = tuple[list[int], list[str], list[tuple[int, int]]]
 Message = tuple[object, ...]  # (work, *args): what a process is asked to do
 # What a process keeps loaded, under the caller's keys: tokenizers, and (keys of their own) samplers.
 _Cache: TypeAlias = "OrderedDict[str, Tokenizer | TokenizersSampler]"
-
-
-class SandboxError(Exception):
-    """Work sent to a sandbox process gave no answer."""
-
-
-class TimedOut(SandboxError):
-    """The work passed its wall-time limit; its process was killed."""
-
-
-class OverMemory(SandboxError):
-    """The work's process grew past the memory limit; it was killed."""
-
-
-class Failed(SandboxError):
-    """The work raised in its process (`kind` "error"), a Rust panic ended it ("panic"), or the
-    process died ("died": a crash, or killed from outside)."""
-
-    def __init__(self, message: str, kind: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 # ---- the child: a loop answering one message at a time --------------------------------------

@@ -36,6 +36,7 @@ from tiktoken_ext.openai_public import (
     r50k_pat_str,
 )
 
+from tokenmill.errors import ReferenceFileError
 from tokenmill.training.patterns import CL100K_PAT_STR, O200K_PAT_STR
 from tokenmill.training.tiktoken_format import parse_rank_file
 
@@ -48,10 +49,6 @@ PRESET_REFERENCES = {"gpt2": "gpt2", "cl100k": "cl100k_base", "o200k": "o200k_ba
 # against. A tiktoken Encoding of the 256 single bytes and no merge, split a character at a time.
 BYTES = "bytes"
 BASELINES = (*REFERENCE_NAMES, BYTES)  # what every evaluation and the fertility matrix carry
-
-class ReferenceFileError(RuntimeError):
-    """A reference rank file is missing or is not the pinned file."""
-
 
 @dataclass(frozen=True)
 class _Reference:
@@ -152,7 +149,7 @@ def reference_sha256(name: str) -> str:
     return _reference(name).sha256
 
 
-def reference_vocabulary(name: str) -> dict[str, int]:
+def reference_token_ids(name: str) -> dict[str, int]:
     """A reference's token → id map written as byte-level tokenizer.json writes its tokens
     ("Ġthe"), special tokens included: what an extension of it is compared with."""
     from tokenmill.training.tiktoken_format import byte_level_token

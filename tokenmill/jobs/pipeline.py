@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora.rows import existing_corpora
 from tokenmill.db import transaction, utcnow
-from tokenmill.errors import TokenmillError
+from tokenmill.errors import JobCancelled, TokenmillError
 from tokenmill.models import Corpus, Status, TokenizerVersion, TrainingJob
 from tokenmill.store import ObjectStore
 from tokenmill.training.counted import Counting, Helpers
@@ -38,17 +38,7 @@ from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.version_files import TrainedFiles, train_version_files, training_texts
 from tokenmill.training.with_tokenizers import determinism
 from tokenmill.versions.registry import next_version_number
-from tokenmill.work.lifecycle import (
-    WORKER_DIED,
-    Claim,
-    JobCancelled,
-    WorkLimits,
-    claim,
-    fail,
-    latest_claim,
-    run_claimed,
-    take_over,
-)
+from tokenmill.work.lifecycle import WORKER_DIED, Claim, WorkLimits, claim, fail, latest_claim, run_claimed, take_over
 from tokenmill.work.progress import PeakMemory, Reporter
 from tokenmill.work.scheduling import TRAINING, Wake, claim_next, wake_team_of
 

@@ -17,7 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from tokenmill.corpora.rows import corpus_ids_or_all, parse_ids, team_corpora
+from tokenmill.corpora.rows import corpus_ids_or_all, named_corpora, parse_ids
 from tokenmill.db import rowcount, utcnow
 from tokenmill.errors import Conflict, InvalidInput, NotFound
 from tokenmill.models import FINISHED, UNFINISHED, Corpus, Status, Team, TokenizerVersion, TrainingJob
@@ -68,7 +68,7 @@ def submit_job(
         resolved = checked_base(session, team, resolved)
     if not train_corpora:
         raise InvalidInput("'train_corpora' must name at least one corpus", field="train_corpora")
-    train = team_corpora(session, team, parse_ids(train_corpora, "train_corpora"), "train_corpora")
+    train = named_corpora(session, team, parse_ids(train_corpora, "train_corpora"), "train_corpora")
     if resolved.parity:
         check_parallel(train)
     if resolved.mixture is not None and (why := weights_refusal(resolved.mixture, list(train))):

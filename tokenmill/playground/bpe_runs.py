@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from tokenmill.corpora.rows import get_corpus
 from tokenmill.encoding import sandbox
-from tokenmill.errors import InvalidInput
+from tokenmill.errors import InvalidInput, SandboxError, TimedOut
 from tokenmill.models import Team
 from tokenmill.playground.bpe_replay import MAX_SAMPLE_LINES, SAMPLE_LINES, version_sample
 from tokenmill.playground.bpe_steps import (
@@ -68,11 +68,11 @@ def bounded(field: str, target: str, owner: str, *args: Any) -> Any:
     pool = sandbox.current()
     try:
         run = pool.call(target, *args, timeout=STEPS_SECONDS, owner=owner)
-    except sandbox.TimedOut:
+    except TimedOut:
         raise InvalidInput(f"these steps took longer than {STEPS_SECONDS:g}s (a long corpus, many steps, or a "
                            "pre-tokenization regex that backtracks): ask for fewer steps or a shorter text",
                            field=field) from None
-    except sandbox.SandboxError as exc:
+    except SandboxError as exc:
         raise InvalidInput(f"these steps could not be computed ({exc})", field=field) from None
     return run
 

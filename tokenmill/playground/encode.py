@@ -16,7 +16,7 @@ from typing import Any
 
 from tokenmill.encoding import sandbox
 from tokenmill.encoding.subword_sampling import SamplingOptions, resolve
-from tokenmill.errors import InvalidInput, TokenmillError
+from tokenmill.errors import Failed, InvalidInput, OverMemory, TimedOut, TokenmillError
 from tokenmill.evaluation.references import REFERENCE_NAMES, load_reference
 from tokenmill.models import TokenizerVersion
 from tokenmill.store import ObjectStore
@@ -65,13 +65,13 @@ def _bounded(version: TokenizerVersion, pool: sandbox.Sandbox, what: str, call: 
     """A sandbox call, its failures as the errors a person can act on (422 on `text`, or 500)."""
     try:
         return call()
-    except sandbox.TimedOut:
+    except TimedOut:
         raise InvalidInput(f"'text': {what} took longer than {pool.timeout:g}s on this text (catastrophic "
                            "backtracking?); try a shorter or different text", field="text") from None
-    except sandbox.OverMemory:
+    except OverMemory:
         raise InvalidInput(f"'text': encoding it needed more than {pool.memory_bytes // 2**20} MiB of memory; "
                            "try a shorter text", field="text") from None
-    except sandbox.Failed as exc:
+    except Failed as exc:
         if exc.kind == "error":
             raise TokenmillError(f"the tokenizer of {version.name} v{version.version} failed: {exc}") from None
         # Oniguruma panics ("retry-limit-in-match over") on a regex that backtracks too much.

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import regex
 
+from tokenmill.errors import SandboxError
 from tokenmill.training.tiktoken_format import BYTE_DECODER
 
 if TYPE_CHECKING:
@@ -194,7 +195,7 @@ def _counted(function: str, owner: str, *args: object) -> dict[str, int]:
     try:
         counts: dict[str, int] = pool.call(f"tokenmill.playground.scripts:{function}", *args, timeout=COUNT_SECONDS,
                                            owner=owner)
-    except sandbox.SandboxError as exc:
+    except SandboxError as exc:
         raise Busy(f"the vocabulary could not be counted by script ({exc}); try again", 5) from None
     return counts
 

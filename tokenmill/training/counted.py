@@ -38,7 +38,7 @@ from tokenizers import Tokenizer
 
 from tokenmill.corpora.hashes import SeenDocuments
 from tokenmill.db import rowcount, transaction, utcnow
-from tokenmill.errors import InvalidCorpus
+from tokenmill.errors import InvalidCorpus, JobCancelled, SlowDocument
 from tokenmill.models import UNFINISHED, Corpus, CountPart, Status, TrainingJob
 from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.store import ObjectStore
@@ -47,7 +47,7 @@ from tokenmill.training.mixtures import Drawn, repeated_positions, without_posit
 from tokenmill.training.pruning import Counts, gathered
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, JobCancelled, WorkLimits, fail
+from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, WorkLimits, fail
 from tokenmill.work.progress import Report
 
 log = logging.getLogger(__name__)
@@ -262,7 +262,7 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
             documents = without_positions(documents, repeats)
         try:
             counts = spills.count(touch.through(documents), split)
-        except spills.SlowDocument as slow:
+        except SlowDocument as slow:
             assert spec.pre_tokenizer_regex is not None  # only a custom regex's split is limited
             raise SlowRegex(spec.pre_tokenizer_regex, took_over(regex_seconds), where=(
                 f"document {slow.number + 1:,} counted from byte {part.start:,} of corpus {corpus.name!r}")) from None

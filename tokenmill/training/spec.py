@@ -5,16 +5,16 @@ a version records exactly what trained it) or raises InvalidInput naming the fie
 """
 
 import json
-import unicodedata
 import uuid
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from tokenmill.db import unstorable
 from tokenmill.encoding.subword_sampling import SamplingDefaults
 from tokenmill.encoding.subword_sampling import refusal as sampling_refusal
-from tokenmill.errors import InvalidInput
+from tokenmill.errors import Failed, InvalidInput, OverMemory, SandboxError, TimedOut
 
 Algorithm = Literal["bpe", "wordpiece", "unigram"]
 # rustbpe: byte-level BPE only, about twice as fast as tokenizers at half its memory; tokenmill:
@@ -193,8 +193,8 @@ class TrainingSpec(BaseModel):
     @classmethod
     def _storable(cls, value: str | None) -> str | None:
         # PostgreSQL stores neither NUL nor a lone surrogate (the job's insert fails), and no library trains on them.
-        if value is not None and (flaw := unstorable(value, controls=False)):
-            raise PydanticCustomError("unstorable_text", f"holds {flaw}")
+        if value is not None and (flaw := unstorable(value)):
+            raise PydanticCustomError("unstorable_text", flaw)
         return value
 
     @property
@@ -251,31 +251,17 @@ def _check_buildable(spec: TrainingSpec, owner: str | None) -> None:
     try:
         why = pool.call("tokenmill.training.buildable:unbuildable", spec.model_dump(), timeout=BUILD_SECONDS,
                         owner=owner)
-    except sandbox.TimedOut:
+    except TimedOut:
         _refuse("special_tokens", f"the tokenizer this spec describes took more than {BUILD_SECONDS:g}s to build")
-    except sandbox.OverMemory:
+    except OverMemory:
         _refuse("special_tokens", f"the tokenizer this spec describes needs more than {pool.memory_bytes // 2**20} "
                                   "MiB to build")
-    except sandbox.Failed as exc:
+    except Failed as exc:
         raise InvalidInput(f"spec: the tokenizer this spec describes could not be built ({exc})"[:500],
                            field="spec") from None
     if why:
         field, reason = why
         raise InvalidInput(reason if reason.startswith(f"{field}:") else f"{field}: {reason}", field=field)
-
-
-def unstorable(text: str, controls: bool) -> str | None:
-    """Why text can be neither stored nor trained on: a lone surrogate or NUL (with `controls`,
-    any control character), named by its code point, never echoed; None when it is fine."""
-    if text.isprintable():  # the common case, in one C loop
-        return None
-    for char in text:
-        category = unicodedata.category(char)
-        if category == "Cs":
-            return f"a lone surrogate (U+{ord(char):04X})"
-        if char == "\x00" or (controls and category == "Cc"):
-            return f"a control character (U+{ord(char):04X})"
-    return None
 
 
 def _fill_defaults(spec: TrainingSpec) -> TrainingSpec:
@@ -421,13 +407,13 @@ def check_regex(pattern: str, library: str, owner: str | None) -> None:
     check = "tokenmill.training.regex_check"
     try:
         why = pool.call(f"{check}:compile_refusal", pattern, library, timeout=REGEX_COMPILE_SECONDS, owner=owner)
-    except sandbox.TimedOut:
+    except TimedOut:
         _refuse("pre_tokenizer_regex", f"takes more than {REGEX_COMPILE_SECONDS:g}s to compile (a large counted "
                                        "repetition such as (?:a{1000}){1000}?)")
-    except sandbox.OverMemory:
+    except OverMemory:
         _refuse("pre_tokenizer_regex", f"needs more than {pool.memory_bytes // 2**20} MiB to compile (a large counted "
                                        "repetition such as (?:a{1000}){1000}?)")
-    except sandbox.Failed as exc:
+    except Failed as exc:
         _refuse("pre_tokenizer_regex", f"could not be compiled ({exc})")
     if why:
         _refuse("pre_tokenizer_regex", why)
@@ -440,14 +426,14 @@ def check_regex(pattern: str, library: str, owner: str | None) -> None:
             f"a run of one of its characters {REGEX_PROBE_REPEAT} long, then one that ends the match")
     try:
         pool.split(pattern, probes, REGEX_PROBE_SECONDS, owner)
-    except sandbox.TimedOut:
+    except TimedOut:
         _refuse("pre_tokenizer_regex", f"{slow}: Oniguruma, the tokenizers engine, took over {REGEX_PROBE_SECONDS:g}s")
-    except sandbox.SandboxError as exc:  # over the memory limit, or Oniguruma gave up ("retry-limit-in-match")
+    except SandboxError as exc:  # over the memory limit, or Oniguruma gave up ("retry-limit-in-match")
         _refuse("pre_tokenizer_regex", f"{slow}: Oniguruma, the tokenizers engine, failed ({exc})")
     try:
         too_slow = pool.call(f"{check}:regex_probe_refusal", pattern, probes, REGEX_PROBE_SECONDS,
                              timeout=2 * REGEX_PROBE_SECONDS + 1, owner=owner)
-    except sandbox.SandboxError:
+    except SandboxError:
         too_slow = True
     if too_slow:
         _refuse("pre_tokenizer_regex", f"{slow}: the regex engine took over {REGEX_PROBE_SECONDS:g}s")
@@ -462,7 +448,7 @@ def _check_special_tokens(tokens: list[str]) -> None:
             _refuse("special_tokens", f"token {index} is {len(token)} characters long; "
                     f"at most {MAX_SPECIAL_TOKEN_CHARS} are allowed")
         if flaw := unstorable(token, controls=True):
-            _refuse("special_tokens", f"token {index} holds {flaw}")
+            _refuse("special_tokens", f"token {index} {flaw}")
     if len(set(tokens)) != len(tokens):
         _refuse("special_tokens", "holds a token twice")
     if any(not token or token.isspace() for token in tokens):

@@ -8,7 +8,7 @@ on every core of one) makes and merges.
 - A spill is (piece, count) records sorted by the piece's UTF-8 bytes, zlib-compressed: any
   number of them merge in one streaming pass (`merged`), holding one record of each.
 
-This module imports only the standard library and `regex`: counting processes import it and
+This module imports only the standard library, `regex` and tokenmill.errors: counting processes import it and
 little else.
 """
 
@@ -21,6 +21,8 @@ from typing import Protocol
 
 import regex
 
+from tokenmill.errors import SlowDocument
+
 RECORD = struct.Struct("<IQ")  # piece length in bytes, count
 # A limited split's allowance beyond its limit, for a long document's length: about a tenth of the
 # pace of Python's regex (with its timeout) on one core, so a busy machine does not fail an 8 MiB line.
@@ -30,14 +32,6 @@ Split = Callable[[str], list[str]]
 
 class Normalizer(Protocol):
     def normalize_str(self, text: str) -> str: ...
-
-
-class SlowDocument(Exception):
-    """A split ran past its time limit on a document: its number (from 0) among those counted."""
-
-    def __init__(self, number: int) -> None:
-        super().__init__(f"document {number + 1}")
-        self.number = number
 
 
 def split_by(pattern: str, normalizer: Normalizer | None, seconds: float | None = None) -> Split:

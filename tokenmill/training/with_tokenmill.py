@@ -38,6 +38,7 @@ from queue import Empty, Full, Queue
 from threading import Thread
 from typing import IO, TYPE_CHECKING, cast
 
+from tokenmill.errors import SlowDocument
 from tokenmill.training import spills
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SLOW_EXIT, SlowRegex, limit_of, took_over
 from tokenmill.training.text_frames import batches, frames, read_texts, write_frame, write_texts
@@ -78,7 +79,7 @@ def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int |
         try:
             _send(children, texts)
             counted = [child.counts() for child in children]
-        except spills.SlowDocument as slow:
+        except SlowDocument as slow:
             assert spec.pre_tokenizer_regex is not None and seconds is not None  # only a custom regex is limited
             raise SlowRegex(spec.pre_tokenizer_regex, took_over(seconds), slow.number) from None
     import numpy as np
@@ -177,7 +178,7 @@ class _Counter:
         if self.process.returncode == SLOW_EXIT:
             mine = int(said.splitlines()[-1])  # the document's number among this child's texts
             batch = bisect.bisect_right(self.starts, mine) - 1
-            return spills.SlowDocument(self.firsts[batch] + mine - self.starts[batch])
+            return SlowDocument(self.firsts[batch] + mine - self.starts[batch])
         return RuntimeError(f"a counting process failed (exit {self.process.returncode}): {said[-2000:]}")
 
 
@@ -248,7 +249,7 @@ def serve() -> None:
     split = spills.split_by(heading["pattern"], pickle.loads(normalizer) if normalizer else None, heading["seconds"])
     try:
         counts = spills.count(read_texts(stream), split)
-    except spills.SlowDocument as slow:
+    except SlowDocument as slow:
         sys.stderr.write(f"\n{slow.number}\n")
         sys.stderr.flush()
         os._exit(SLOW_EXIT)

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction
 from tokenmill.encoding import sandbox
-from tokenmill.errors import InvalidInput, TokenmillError
+from tokenmill.errors import Failed, InvalidInput, OverMemory, TimedOut, TokenmillError
 from tokenmill.models import TokenizerVersion
 from tokenmill.store import ObjectStore
 from tokenmill.training.export import manifest_of, sha256
@@ -35,11 +35,11 @@ def parsed_import(data: bytes, pat_str: str | None, special_tokens: dict[str, in
     try:
         imported: Imported = pool.call("tokenmill.versions.import_formats:imported_files", data, pat_str,
                                        special_tokens, timeout=IMPORT_SECONDS, owner=owner)
-    except sandbox.TimedOut:
+    except TimedOut:
         raise InvalidInput(f"file: reading it took longer than {IMPORT_SECONDS:g}s", field="file") from None
-    except sandbox.OverMemory:
+    except OverMemory:
         raise InvalidInput(f"file: reading it needed more than {pool.memory_bytes // 2**20} MiB", field="file") from None
-    except sandbox.Failed as exc:
+    except Failed as exc:
         raise InvalidInput(f"file: it could not be read ({exc})"[:500], field="file") from None
     _probe_patterns(imported.patterns, owner)
     return imported

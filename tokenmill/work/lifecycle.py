@@ -26,12 +26,10 @@ from typing import Any
 
 import psutil
 from sqlalchemy import ColumnElement, or_, select, update
-from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as SQLTimeoutError
 from sqlalchemy.orm import Session, sessionmaker
 
-from tokenmill.db import rowcount, transaction, utcnow
-from tokenmill.errors import TokenmillError
+from tokenmill.db import DATABASE_AWAY, POOL_BUSY, rowcount, transaction, utcnow
+from tokenmill.errors import JobCancelled, TokenmillError, TransientError
 from tokenmill.models import EvaluationRun, Status, TrainingJob
 from tokenmill.settings import Settings
 from tokenmill.store import TRANSIENT_ERRORS
@@ -73,30 +71,16 @@ class WorkLimits:
                    running_jobs=settings.quota_running_jobs)
 
 
-class JobCancelled(Exception):
-    """The row is no longer running in this attempt (cancelled, failed or taken over by the sweeper)."""
-
-
-class TransientError(Exception):
-    """A fault worth retrying (database or store unavailable); the job is queued again, due
-    `retry_in` seconds from now."""
-
-    def __init__(self, message: str, retry_in: float) -> None:
-        super().__init__(message)
-        self.retry_in = retry_in
-
-
 RETRY_SECONDS = 10.0  # a row queued again after a transient fault waits this long times its attempts
 
 
-# Faults of the database worth a retry: it is away or restarting, not the request wrong.
-DATABASE_AWAY = (OperationalError, InterfaceError, SQLTimeoutError)
-TRANSIENT: tuple[type[BaseException], ...] = (*DATABASE_AWAY, *TRANSIENT_ERRORS)
+# Faults worth a retry: the database away or its pool busy, the store away; not the work wrong.
+TRANSIENT: tuple[type[BaseException], ...] = (*DATABASE_AWAY, *POOL_BUSY, *TRANSIENT_ERRORS)
 
 
 def unavailable(exc: BaseException) -> str:
     """What a person is told of a transient fault: which service, never its address."""
-    what = "the database" if isinstance(exc, DATABASE_AWAY) else "the object store"
+    what = "the database" if isinstance(exc, (*DATABASE_AWAY, *POOL_BUSY)) else "the object store"
     return f"{what} was unreachable ({type(exc).__name__})"
 
 

@@ -11,8 +11,9 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import rowcount, transaction, utcnow
+from tokenmill.errors import JobCancelled
 from tokenmill.models import TrainingJob
-from tokenmill.work.lifecycle import JobCancelled, held, rss
+from tokenmill.work.lifecycle import held, rss
 
 
 class Report(Protocol):

@@ -3,14 +3,15 @@
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import MISSING, BaseModel, ConfigDict, Field, computed_field
+from pydantic import MISSING, BaseModel, ConfigDict, Field, WithJsonSchema, computed_field
 from sqlalchemy.orm import Session
 
 from tokenmill.encoding.subword_sampling import SamplingOptions
 from tokenmill.jobs.submission import version_outcomes
 from tokenmill.models import TrainingJob
+from tokenmill.training.spec import TrainingSpec
 from tokenmill.versions.registry import vocabulary_notes
 
 T = TypeVar("T")
@@ -61,11 +62,29 @@ class DuplicatesOut(BaseModel):
     reason: str | None = Field(description="why the counts were not computed (too many documents to merge)")
 
 
+def _inlined(schema: Any, definitions: dict[str, Any]) -> Any:
+    """A JSON schema with its `$ref`s to `definitions` replaced by what they name."""
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            return _inlined(definitions[schema["$ref"].rsplit("/", 1)[-1]], definitions)
+        return {key: _inlined(value, definitions) for key, value in schema.items() if key != "$defs"}
+    if isinstance(schema, list):
+        return [_inlined(item, definitions) for item in schema]
+    return schema
+
+
+_SPEC_SCHEMA = TrainingSpec.model_json_schema()
+# The training spec as /docs shows it: every field with its description, bounds and default. The
+# body is read as a plain object and checked by `resolve_spec`, whose 422s name the field
+# (spec.vocab_size …) and say what a library cannot honour, which a schema alone cannot.
+SPEC_SCHEMA = _inlined(_SPEC_SCHEMA, _SPEC_SCHEMA.get("$defs", {}))
+
+
 class JobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tokenizer: str
-    spec: dict[str, Any] = Field(default_factory=dict)
+    spec: Annotated[dict[str, Any], WithJsonSchema(SPEC_SCHEMA)] = Field(default_factory=dict)
     train_corpora: list[str]
     eval_corpora: list[str] | None = None
 

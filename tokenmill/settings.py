@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     regex_document_seconds: float = Field(default=10.0, gt=0)
     # A worker child over this resident memory fails its job and exits (the kernel's OOM killer never gets to it).
     job_max_memory_bytes: int = 8 * 1024**3
+    # A worker child that still holds more than this after a task is replaced by a fresh one, so
+    # the next job's peak memory is its own and a big job's memory goes back to the machine.
+    worker_keep_memory_bytes: int = Field(default=768 * 1024**2, ge=0)
     # A running job's worker touches its row this often; silent for `sweep_silent_after`, it is taken for dead.
     heartbeat_seconds: float = 10.0
     sweep_silent_after: int = 120

@@ -29,9 +29,11 @@ def configure(sender: Celery, **_) -> None:
         # soft < hard < broker visibility timeout: a stuck job is stopped before it is redelivered.
         task_soft_time_limit=settings.job_soft_time_limit,
         task_time_limit=settings.job_hard_time_limit,
-        # A child that still holds this much after a task is replaced (the heartbeat stops one
-        # that passes TOKENMILL_JOB_MAX_MEMORY_BYTES during a task).
-        worker_max_memory_per_child=max(settings.job_max_memory_bytes // 2 // 1024, 1),
+        # A child that still holds this much after a task is replaced by a fresh one (the heartbeat
+        # stops one that passes TOKENMILL_JOB_MAX_MEMORY_BYTES during a task): a job's peak memory
+        # is then its own, not what an earlier job left in the child (tokenmill.work.progress).
+        worker_max_memory_per_child=max(min(settings.worker_keep_memory_bytes,
+                                            settings.job_max_memory_bytes // 2) // 1024, 1),
         # No beat schedule: the sweeper and the reconciliation run in the upkeep process
         # (workers/upkeep.py, `tokenmill beat`), never waiting behind training for a slot.
         worker_hijack_root_logger=False,

@@ -1,7 +1,7 @@
 """The new-job form's spec fields, built from `TrainingSpec.model_fields`, and the spec a posted form means.
 
-A field the spec gains appears in the form with its default and type; `HELP` gives each a
-one-line explanation (tests/unit/test_web_forms.py checks none is missing). The form shows the
+A field the spec gains appears in the form with its default, type and description (its line of
+help, as in the API's schema; tests/unit/test_web_forms.py checks none is missing). The form shows the
 BASIC fields first and folds the others under "Advanced" (a field the spec gains is advanced
 until it is named here). Values go to
 `resolve_spec` as the strings the browser sent: pydantic converts them, and its refusals
@@ -19,44 +19,8 @@ from starlette.datastructures import FormData
 
 from tokenmill.training.spec import TrainingSpec
 
-HELP = {
-    "algorithm": "How the vocabulary is learned: frequent-pair merges (bpe), likelihood merges (wordpiece) "
-                 "or pruning a large vocabulary (unigram).",
-    "library": "Which library trains it: Hugging Face tokenizers, Google sentencepiece, rustbpe (byte-level BPE, "
-               "about twice as fast) or tokenmill (rustbpe's files, 3 to 4 times as fast, counted on every core).",
-    "vocab_size": "How many tokens the vocabulary holds, special tokens and the base alphabet included.",
-    "byte_level": "Start from the 256 bytes (GPT-2 style) so no text is ever unknown; auto picks it for bpe on tokenizers.",
-    "byte_fallback": "Spell characters missing from the vocabulary as byte tokens instead of an unknown token.",
-    "pre_tokenizer": "How text is cut into words before merging: a GPT regex, whitespace, or metaspace (▁ marks spaces).",
-    "pre_tokenizer_regex": "A custom split regex instead of the preset; it is compiled and timed when you submit.",
-    "normalization": "Unicode normalization applied to the text first.",
-    "lowercase": "Fold the text to lower case first.",
-    "split_digits": "Cut numbers into single digits, so every number is spelled digit by digit.",
-    "special_tokens": "Tokens kept whole and never merged, one per line; empty uses the algorithm's usual set.",
-    "reserved_special_tokens": "Placeholder special tokens (<|reserved_0|> …) after the named ones: ids held for "
-                               "tokens you add later, so no other id moves.",
-    "min_frequency": "Ignore pairs (or pieces) seen fewer times than this in the corpus.",
-    "max_token_length": "The longest token allowed, in characters; empty for the library's limit.",
-    "end_of_word_suffix": "A marker appended to word-final tokens (character-level bpe with whitespace splitting only).",
-    "character_coverage": "Share of the corpus's characters the base alphabet must cover; rarer ones become unknown or bytes.",
-    "max_sentences": "Train on a seeded random sample of this many lines; empty uses every line.",
-    "seed": "The random seed for sampling and training, recorded in the lineage.",
-    "parity": "Parity-aware BPE: give each merge to the language that compresses worst, so the languages of a "
-              "parallel group pay closer to the same number of tokens (train on one parallel group).",
-    "parity_dev_lines": "With parity: how many first lines of each language's corpus form the parallel dev set.",
-    "sampling": 'Defaults of sampled encodes, as JSON: {"dropout": 0.1} for bpe or {"alpha": 0.1, "nbest_size": -1} '
-                "for unigram; empty for none.",
-    "superword": 'SuperBPE, as JSON: {"transition_vocab_size": 20000}: merges up to it as usual, then merges across '
-                 "spaces (library tokenmill).",
-    "base": 'Extend a byte-level BPE without moving its ids, as JSON: {"reference": "gpt2"} or '
-            '{"tokenizer": "name", "version": 1}; vocab_size above the base\'s.',
-    "mixture": 'Balance the training data, as JSON: {"language_temperature": 0.3} (each language\'s share grows as its '
-               'size to this power: 1 the raw mix, 0 every language alike) or {"weights": {"<corpus id>": 2, …}}; '
-               'optional "max_repeats".',
-    "deduplicate": "Train on each distinct document once across the training corpora (exact duplicates dropped).",
-    "counting": "distributed: cut the corpora into byte ranges counted by many workers, then learn from the merged "
-                "counts (rustbpe, tokenmill or sentencepiece; pieces rarer than min_frequency dropped).",
-}
+# Each field's line of help is its description in the spec (what /docs shows too).
+HELP = {name: info.description or "" for name, info in TrainingSpec.model_fields.items()}
 
 
 # What most jobs choose; the rest of the spec is folded under "Advanced" in the form.
@@ -130,7 +94,7 @@ def spec_fields() -> list[SpecField]:
         kind, optional, choices = _kind(info.annotation)
         low, high = _bounds(info.metadata)
         fields.append(SpecField(name=name, kind=kind, optional=optional, default=info.default,
-                                help=HELP.get(name) or info.description or "", choices=choices, minimum=low, maximum=high))
+                                help=HELP[name], choices=choices, minimum=low, maximum=high))
     return fields
 
 

@@ -215,3 +215,16 @@ def test_healthz_is_typed(app_client):
     body = checked(app_client, "GET", "/healthz", "/healthz",
                    {"status": "ok", "checks": {"database": "ok", "broker": "ok", "store": "ok"}})
     assert set(body) == {"status", "checks"}
+
+
+def test_the_job_spec_in_the_schema_is_the_training_spec_with_every_field_described(app_client):
+    from tokenmill.training.spec import MAX_VOCAB, TrainingSpec
+
+    spec = app_client.app.openapi()["components"]["schemas"]["JobIn"]["properties"]["spec"]
+    assert set(spec["properties"]) == set(TrainingSpec.model_fields) and spec["additionalProperties"] is False
+    assert all(field.get("description") for field in spec["properties"].values())
+    vocab = spec["properties"]["vocab_size"]
+    assert (vocab["minimum"], vocab["maximum"], vocab["default"]) == (1, MAX_VOCAB, 32000)
+    mixture = next(option for option in spec["properties"]["mixture"]["anyOf"] if option.get("type") == "object")
+    assert set(mixture["properties"]) == {"weights", "language_temperature", "max_repeats"}
+    assert "$ref" not in str(spec)  # self-contained: a generated client needs nothing else

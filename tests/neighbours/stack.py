@@ -8,7 +8,7 @@ capped at 3 GiB, and no upload taken for stale (see ENV). The quotas and the enc
 their defaults, but for the attacker's storage quota, 256 MiB.
 
 Its Redis database is REDIS_DB_BASE + 4: tests/stack.py takes + 0, the time-limit test + 1, the
-fault stack + 2, distributed counting + 3.
+fault stack + 2, distributed counting + 3, the job-memory test + 5.
 """
 
 import subprocess

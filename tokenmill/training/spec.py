@@ -96,9 +96,11 @@ class MixtureSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     weights: dict[str, float] | None = Field(None, max_length=1000, description=(
-        "a weight per training corpus id (0 leaves the corpus out); each corpus gets its weight's share of the bytes"))
+        "a weight per training corpus id (0 leaves the corpus out); each corpus gets its weight's share of "
+        'the bytes'))
     language_temperature: float | None = Field(None, ge=0, le=1, description=(
-        "each language's share is proportional to its size to this power: 1 the raw mix, 0 every language alike"))
+        "each language's share is proportional to its size to this power: 1 the raw mix, 0 every language "
+        'alike'))
     max_repeats: float | None = Field(None, ge=1, le=1000, description=(
         "a corpus is read at most this many times over; what it cannot take goes to the others (UniMax)"))
 
@@ -139,55 +141,81 @@ class TrainingSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    algorithm: Algorithm = "bpe"
-    library: Library = "tokenizers"
-    vocab_size: int = Field(32000, ge=1, le=MAX_VOCAB)
-    byte_level: bool | None = None
-    byte_fallback: bool = False
-    pre_tokenizer: PreTokenizer | None = None
-    pre_tokenizer_regex: str | None = Field(None, min_length=1, max_length=2000)
-    normalization: Normalization = "none"
-    lowercase: bool = False
-    split_digits: bool = False
-    special_tokens: list[str] | None = None
+    algorithm: Algorithm = Field("bpe", description=(
+        'How the vocabulary is learned: frequent-pair merges (bpe), likelihood merges (wordpiece) or pruning '
+        'a large vocabulary (unigram).'))
+    library: Library = Field("tokenizers", description=(
+        'Which library trains it: Hugging Face tokenizers, Google sentencepiece, rustbpe (byte-level BPE, '
+        "about twice as fast) or tokenmill (rustbpe's files, 3 to 4 times as fast, counted on every core)."))
+    vocab_size: int = Field(32000, ge=1, le=MAX_VOCAB, description=(
+        'How many tokens the vocabulary holds, special tokens and the base alphabet included.'))
+    byte_level: bool | None = Field(None, description=(
+        'Start from the 256 bytes (GPT-2 style) so no text is ever unknown; auto picks it for bpe on '
+        'tokenizers.'))
+    byte_fallback: bool = Field(False, description=(
+        'Spell characters missing from the vocabulary as byte tokens instead of an unknown token.'))
+    pre_tokenizer: PreTokenizer | None = Field(None, description=(
+        'How text is cut into words before merging: a GPT regex, whitespace, or metaspace (▁ marks spaces).'))
+    pre_tokenizer_regex: str | None = Field(None, min_length=1, max_length=2000, description=(
+        'A custom split regex instead of the preset; it is compiled and timed when you submit.'))
+    normalization: Normalization = Field("none", description='Unicode normalization applied to the text first.')
+    lowercase: bool = Field(False, description='Fold the text to lower case first.')
+    split_digits: bool = Field(False, description=(
+        'Cut numbers into single digits, so every number is spelled digit by digit.'))
+    special_tokens: list[str] | None = Field(None, description=(
+        "Tokens kept whole and never merged, one per line; empty uses the algorithm's usual set."))
     # Placeholders (<|reserved_0|> …) after the named special tokens, as Llama 3 keeps them: ids
     # held for tokens a team adds later without moving any other id. Resolved into special_tokens.
     reserved_special_tokens: int = Field(0, ge=0, le=MAX_SPECIAL_TOKENS, description=(
-        "how many placeholder special tokens (<|reserved_0|> …) follow the named ones, with stable ids"))
-    min_frequency: int = Field(2, ge=0, le=MAX_INT)
-    max_token_length: int | None = Field(None, ge=1, le=1024)
-    end_of_word_suffix: str | None = Field(None, min_length=1, max_length=10)
-    character_coverage: float = Field(0.9995, gt=0, le=1)
-    max_sentences: int | None = Field(None, ge=1, le=MAX_INT)
-    seed: int = Field(0, ge=0, le=MAX_INT)
+        "How many placeholder special tokens (<|reserved_0|> …) follow the named ones, with stable ids."))
+    min_frequency: int = Field(2, ge=0, le=MAX_INT, description=(
+        'Ignore pairs (or pieces) seen fewer times than this in the corpus.'))
+    max_token_length: int | None = Field(None, ge=1, le=1024, description=(
+        "The longest token allowed, in characters; empty for the library's limit."))
+    end_of_word_suffix: str | None = Field(None, min_length=1, max_length=10, description=(
+        'A marker appended to word-final tokens (character-level bpe with whitespace splitting only).'))
+    character_coverage: float = Field(0.9995, gt=0, le=1, description=(
+        "Share of the corpus's characters the base alphabet must cover; rarer ones become unknown or bytes."))
+    max_sentences: int | None = Field(None, ge=1, le=MAX_INT, description=(
+        'Train on a seeded random sample of this many lines; empty uses every line.'))
+    seed: int = Field(0, ge=0, le=MAX_INT, description=(
+        'The random seed for sampling and training, recorded in the lineage.'))
     # Parity-aware BPE (Foroutan, Meister et al. 2025; tokenizers' ParityBpeTrainer): merges are
     # chosen for the language that compresses worst on a parallel dev set, the first
     # `parity_dev_lines` lines of each language's training corpus (one parallel_group).
-    parity: bool = False
-    parity_dev_lines: int = Field(200, ge=10, le=100_000)
+    parity: bool = Field(False, description=(
+        'Parity-aware BPE: give each merge to the language that compresses worst, so the languages of a '
+        'parallel group pay closer to the same number of tokens (train on one parallel group).'))
+    parity_dev_lines: int = Field(200, ge=10, le=100_000, description=(
+        "With parity: how many first lines of each language's corpus form the parallel dev set."))
     # Subword regularisation defaults of the version's sampled encodes (tokenmill.encoding.subword_sampling): recorded
     # in its spec and manifest.json; tokenizer.json stays deterministic (tokenizer.dropout.json on request).
     sampling: SamplingDefaults | None = Field(None, description=(
         'Defaults of the playground\'s and API\'s sampled encodes, as JSON: {"dropout": 0.1} for bpe '
-        '("dropout_file": true adds tokenizer.dropout.json), {"alpha": 0.1, "nbest_size": -1} for unigram; empty for none.'))
+        '("dropout_file": true adds tokenizer.dropout.json), {"alpha": 0.1, "nbest_size": -1} for unigram; '
+        "empty for none."))
     # "distributed": the corpora are counted in byte ranges by any number of workers, and the
     # merges (rustbpe) or pieces (sentencepiece) learned from the merged counts, pieces seen
     # fewer than min_frequency times left out (tokenmill.training.counted).
-    counting: Counting = "streamed"
-    # Extend a byte-level BPE (a version of the team's or a reference) with merges learned on the
-    # training corpora: its tokens keep their ids, new ones follow (tokenmill.jobs.extension).
+    counting: Counting = Field("streamed", description=(
+        'distributed: cut the corpora into byte ranges counted by many workers, then learn from the merged '
+        'counts (rustbpe, tokenmill or sentencepiece; pieces rarer than min_frequency dropped).'))
     # Balanced training data (tokenmill.training.mixtures): each corpus's documents repeated or
     # sampled to its share; duplicates of a document already read left out.
     mixture: MixtureSpec | None = Field(None, description=(
         'The share of the training bytes of each corpus: {"weights": {"<corpus id>": w, …}} or '
-        '{"language_temperature": 0.3}, with an optional "max_repeats" cap per corpus'))
-    deduplicate: bool = Field(False, description="train on each distinct document once across all training corpora")
+        '{"language_temperature": 0.3} (a language\'s share grows as its size to this power), with an optional '
+        '"max_repeats" cap per corpus.'))
+    deduplicate: bool = Field(False, description=(
+        "Train on each distinct document once across all training corpora (exact duplicates dropped)."))
+    # Extend a byte-level BPE (a version of the team's or a reference) with merges learned on the
+    # training corpora: its tokens keep their ids, new ones follow (tokenmill.jobs.extension).
     superword: SuperwordSpec | None = Field(None, description=(
         'SuperBPE: {"transition_vocab_size": t}: merges up to t as usual, then merges across whitespace '
-        "(spans between punctuation and newlines); byte-level bpe on library tokenmill"))
+        "(spans between punctuation and newlines); byte-level bpe on library tokenmill."))
     base: BaseSpec | None = Field(None, description=(
         'Extend a byte-level BPE: {"tokenizer": NAME, "version": N} or {"reference": "gpt2" | "cl100k" | "o200k"}; '
-        "every base token keeps its id, the new merges take the ids after"))
+        "every base token keeps its id, the new merges take the ids after."))
 
     @field_validator("pre_tokenizer_regex", "end_of_word_suffix")
     @classmethod

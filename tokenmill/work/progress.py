@@ -1,5 +1,6 @@
 """Stage and progress of a running job, written to its row; also how a worker learns of a cancel."""
 
+import ctypes
 import threading
 import time
 import uuid
@@ -66,12 +67,26 @@ def tracked(texts: Iterable[str], total_chars: int, report: Report, stage: str, 
         yield text
 
 
+def give_back_memory() -> None:
+    """Return the memory freed so far to the system (glibc's malloc_trim: every arena, the
+    libraries' threads' too), so this process's resident memory is what it still uses."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to trim this way
+
+
 class PeakMemory:
     """Samples the resident memory of this process and the children it starts meanwhile (a
     training child) in a thread; `peak` is the highest seen. Children already running when it
     starts (the evaluation's encode processes, kept between jobs) are not counted. Finding the
     children reads every process of the machine, so it is done once a second; their memory,
-    like this process's, is read every `every` seconds."""
+    like this process's, is read every `every` seconds.
+
+    Memory freed before it starts and after it ends goes back to the system (`give_back_memory`),
+    so what an earlier job freed but the allocator kept is not counted in this one; what a child
+    still holds after a task (more than TOKENMILL_WORKER_KEEP_MEMORY_BYTES) ends the child, and
+    the next job starts in a fresh one (workers/app.py)."""
 
     def __init__(self, every: float = 0.1, look_for_children_every: float = 1.0) -> None:
         self.every = every
@@ -99,6 +114,7 @@ class PeakMemory:
             self._stop.wait(self.every)
 
     def __enter__(self) -> "PeakMemory":
+        give_back_memory()
         self._before = {child.pid for child in self._process.children(recursive=True)}
         self._thread.start()
         return self
@@ -108,3 +124,4 @@ class PeakMemory:
         self._thread.join()
         self._look_for_children()
         self._sample()
+        give_back_memory()

@@ -159,6 +159,7 @@ class Base:
     diff_from: TokenizerVersion | str | None  # what "Added to" diffs against (None: no vocabulary of its own)
     first_new_id: int
     merges_added: int
+    unit: str = "merges"  # what it added: merges (byte-level BPE) or pieces (a sentencepiece model)
 
 
 def base_of(session, team: Team, row: TokenizerVersion) -> Base | None:
@@ -177,7 +178,8 @@ def base_of(session, team: Team, row: TokenizerVersion) -> Base | None:
     except NotFound:
         found = None  # deleted since: named, not linked
     link = f"/tokenizers/{quote(base['tokenizer'], safe='')}/versions/{base['version']}" if found else None
-    return Base(f"{base['tokenizer']} v{base['version']}", link, found, base["first_new_id"], base["merges_added"])
+    return Base(f"{base['tokenizer']} v{base['version']}", link, found, base["first_new_id"], base["merges_added"],
+                "pieces" if "pieces_added" in base else "merges")
 
 
 def previous_version(session, team: Team, row: TokenizerVersion) -> TokenizerVersion | None:

@@ -82,3 +82,34 @@ def _count(page: str, element: str) -> int:
     assert found, element
     return int(found.group(1).replace(",", ""))
 
+
+
+def test_a_sentencepiece_model_extended_keeps_its_pieces_and_ids(http, stack, team_key):
+    import sentencepiece as spm
+
+    from tests.text import flores_lines
+    from tokenmill.training.spec import resolve_spec
+    from tokenmill.training.with_sentencepiece import train_sentencepiece
+
+    spec = resolve_spec({"library": "sentencepiece", "algorithm": "bpe", "vocab_size": 600})
+    base = train_sentencepiece(spec, flores_lines(400, languages=("eng_Latn",))).model
+    name = unique("sp")
+    imported = http.post(f"/v1/tokenizers/{name}/versions", files={"file": ("tokenizer.model", base)})
+    assert imported.status_code == 201, imported.text
+    hindi = upload_head(http, FLORES / "hin_Deva.txt", 400, name="hi", domain="news", language="hin_Deva")
+    job = http.post("/v1/jobs", json={"tokenizer": name, "train_corpora": [hindi["id"]],
+                                      "spec": {"vocab_size": 900, "base": {"tokenizer": name}}})
+    assert job.status_code == 202, job.text
+    done = wait_for_job(http, job.json()["id"])
+    assert done["status"] == "succeeded", done
+    version = http.get(f"/v1/tokenizers/{name}/versions/2").json()
+    assert version["spec"]["library"] == "sentencepiece" and version["vocab_size"] == 900
+    assert version["lineage"]["base"]["first_new_id"] == 600 and version["lineage"]["base"]["pieces_added"] == 300
+    model = http.get(f"/v1/tokenizers/{name}/versions/2/files/tokenizer.model").content
+    before, after = spm.SentencePieceProcessor(model_proto=base), spm.SentencePieceProcessor(model_proto=model)
+    assert [after.id_to_piece(i) for i in range(600)] == [before.id_to_piece(i) for i in range(600)]
+    english = "The boy plays football in the garden every afternoon."
+    assert after.encode(english) == before.encode(english)
+    page = signed_in_page(stack, team_key[1], f"/tokenizers/{name}/versions/2")
+    assert f"{name} v1</a>: 300 pieces from id 600" in page
+    assert any("300 pieces learned on the training corpora" in note for note in done["notes"]), done["notes"]

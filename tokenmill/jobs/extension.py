@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.errors import InvalidInput
 from tokenmill.evaluation.references import PRESET_REFERENCES, load_reference
+from tokenmill.jobs.sentencepiece_extension import MODEL_FILE, sentencepiece_spec
 from tokenmill.models import Corpus, Team, TokenizerVersion
 from tokenmill.store import ObjectStore
 from tokenmill.training.export import TIKTOKEN_FILE, manifest_of, sha256
@@ -68,10 +69,14 @@ def checked_base(session: Session, team: Team, spec: TrainingSpec) -> TrainingSp
             row = get_version(session, team, base.tokenizer or "", base.version or "latest")
         except Exception as exc:  # NotFound, or a malformed version
             raise InvalidInput(f"spec.base: {getattr(exc, 'detail', exc)}", field="spec.base") from None
-        if not any(entry["name"] == TIKTOKEN_FILE for entry in row.files):
-            raise InvalidInput(f"spec.base: {row.name} v{row.version} cannot be extended: only byte-level BPE split by "
-                               "one regex (a version with a tokenizer.tiktoken file) can be", field="spec.base")
+        names = {entry["name"] for entry in row.files}
         pinned = base.model_copy(update={"version": row.version, "vocab_size": row.vocab_size})
+        if TIKTOKEN_FILE not in names and MODEL_FILE in names:
+            spec = sentencepiece_spec(spec, row, pinned)
+        elif TIKTOKEN_FILE not in names:
+            raise InvalidInput(f"spec.base: {row.name} v{row.version} cannot be extended: only byte-level BPE split by "
+                               "one regex (a version with a tokenizer.tiktoken file) or a sentencepiece model (a "
+                               "tokenizer.model) can be", field="spec.base")
     if spec.vocab_size <= (pinned.vocab_size or 0):
         raise InvalidInput(f"spec.base: vocab_size {spec.vocab_size} is not above the base's {pinned.vocab_size}",
                            field="spec.base")

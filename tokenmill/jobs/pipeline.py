@@ -20,6 +20,7 @@ import logging
 import platform
 import time
 import uuid
+from collections.abc import Iterable
 from importlib.metadata import version as package_version
 from typing import Any
 
@@ -129,12 +130,9 @@ def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job:
     started = time.monotonic()
     counting = Counting(factory, job.id, job.attempts, prefix, limits, helpers)
     with PeakMemory() as memory:
-        if spec.base is not None:  # new merges after a base's, its ids untouched
-            from tokenmill.jobs.extension import extension_files, load_base  # its learner is numba's: only here
-
-            base = load_base(factory, store, job.team_id, spec.base)
+        if spec.base is not None:  # new merges (or pieces) after a base's, its ids untouched
             texts = training_texts(store, corpora, drawn=Drawn.of(spec, corpora, info))
-            trained = extension_files(spec, base, texts, report, info)
+            trained = _extended(factory, store, job, spec, texts, report, info)
         elif spec.superword is not None:  # SuperBPE: a second stage of merges across whitespace
             from tokenmill.jobs.extension import superword_files
 
@@ -149,6 +147,20 @@ def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job:
     report("registering", 0.95, force=True)
     number = _register(factory, job, spec, trained, info, prefix, seconds, memory.peak, results)
     log.info("job %s produced %s v%s", job.id, job.tokenizer, number)
+
+
+def _extended(factory: sessionmaker[Session], store: ObjectStore, job: TrainingJob, spec: TrainingSpec,
+              texts: Iterable[str], report: Reporter, info: dict[str, Any]) -> TrainedFiles:
+    # A sentencepiece base gets pieces appended; a byte-level BPE one, merges learned after its own.
+    assert spec.base is not None
+    if spec.library == "sentencepiece":
+        from tokenmill.jobs.sentencepiece_extension import load_model, sentencepiece_extension_files
+
+        return sentencepiece_extension_files(spec, load_model(factory, store, job.team_id, spec.base), texts,
+                                             report, info)
+    from tokenmill.jobs.extension import extension_files, load_base  # its learner is numba's: only here
+
+    return extension_files(spec, load_base(factory, store, job.team_id, spec.base), texts, report, info)
 
 
 def discard(store: ObjectStore, prefix: str) -> None:

@@ -29,6 +29,7 @@ class TrainerSpec(Protocol):
     """How a sentencepiece model was trained."""
 
     model_type: int
+    vocab_size: int
     unk_id: int
     unk_piece: str
     byte_fallback: bool

@@ -95,8 +95,9 @@ def vocabulary_notes(spec: dict[str, Any], reached: int, lineage: dict[str, Any]
                      f"{100 * pruned['dropped_share']:.2f} % of all occurrences, left out")
     if base.get("vocab_size"):
         label = f"reference {base['reference']}" if base.get("reference") else f"{base.get('tokenizer')} v{base.get('version')}"
+        unit = "pieces" if spec.get("library") == "sentencepiece" else "merges"
         added += [f"extends {label}: its {base['vocab_size']} tokens keep their ids; {reached - base['vocab_size']} "
-                 "merges learned on the training corpora follow them"]
+                  f"{unit} learned on the training corpora follow them"]
     requested = spec.get("vocab_size", reached)
     if reached >= requested:
         return added

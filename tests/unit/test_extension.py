@@ -3,6 +3,7 @@ follow, and text the new merges do not touch encodes to the base's ids."""
 
 import base64
 import json
+from collections import Counter
 
 import tiktoken
 from tokenizers import Tokenizer
@@ -19,7 +20,7 @@ ENGLISH = "The quick brown fox jumps over the lazy dog, 42 times."
 def test_the_base_keeps_every_id_and_new_tokens_follow():
     gpt2 = load_reference("gpt2")
     base = Base(gpt2, "reference:gpt2")
-    ranks, added = extended_ranks(base, piece_counts(gpt2, HINDI), 800)
+    ranks, added = extended_ranks(base, piece_counts(HINDI, gpt2._pat_str), 800)
     assert added == 800
     assert all(ranks[token] == rank for token, rank in gpt2._mergeable_ranks.items())
     new = sorted(rank for rank in ranks.values() if rank >= base.next_id)
@@ -47,3 +48,15 @@ def test_the_files_load_everywhere_with_the_same_ids(tmp_path):
     text = HINDI[3] + " " + ENGLISH + " <|endoftext|>"
     assert tokenizer.encode(text, add_special_tokens=False).ids == again.encode(text, allowed_special="all")
     assert tokenizer.encode(ENGLISH, add_special_tokens=False).ids == gpt2.encode(ENGLISH)
+
+
+def test_pieces_counted_by_the_counting_children_are_those_a_regex_finds():
+    import regex
+
+    from tokenmill.jobs.extension import SUPERWORD_SPLIT
+
+    texts = HINDI[:200] + [line.upper() for line in HINDI[:50]]
+    for pattern, floor in ((load_reference("gpt2")._pat_str, 1), (SUPERWORD_SPLIT, 2)):
+        expected = Counter(piece.encode() for text in texts for piece in regex.findall(pattern, text))
+        expected = Counter({piece: n for piece, n in expected.items() if n >= floor})
+        assert piece_counts(texts, pattern, floor, processes=2) == expected

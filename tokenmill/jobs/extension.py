@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import regex
 import tiktoken
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -104,14 +103,20 @@ def _version_encoding(store: ObjectStore, row: TokenizerVersion) -> tiktoken.Enc
                              special_tokens=manifest["special_tokens"])
 
 
-def piece_counts(encoding: tiktoken.Encoding, texts: Iterable[str], split: str | None = None) -> Counter[bytes]:
-    """Each distinct piece of the texts (split by the base's regex, as tiktoken splits, or by
-    `split`) and how often it occurs."""
-    pattern = regex.compile(split or encoding._pat_str)
+def piece_counts(texts: Iterable[str], pattern: str, floor: int = 1, processes: int | None = None) -> Counter[bytes]:
+    """The pieces of the texts split by `pattern` (a base's regex, as tiktoken splits; or
+    SUPERWORD_SPLIT's spans) seen at least `floor` times, counted by the counting children of
+    `library: tokenmill` (every core, `training_processes`), the copies of a piece that several
+    children counted added up before the floor is applied."""
+    from tokenmill.settings import get_settings
+    from tokenmill.training.with_tokenmill import counted_in_children
+
+    lengths, seen, data = counted_in_children(pattern, None, texts, processes or get_settings().training_processes)
     counts: Counter[bytes] = Counter()
-    for text in texts:
-        counts.update(piece.encode("utf-8") for piece in pattern.findall(text))
-    return counts
+    ends = np.cumsum(lengths)
+    for length, end, count in zip(lengths.tolist(), ends.tolist(), seen.tolist()):
+        counts[data[end - length:end].tobytes()] += count
+    return Counter({piece: count for piece, count in counts.items() if count >= floor}) if floor > 1 else counts
 
 
 def extended_ranks(base: Base, counts: Counter[bytes], merges: int, whole_pieces: bool = True
@@ -149,7 +154,7 @@ def extension_files(spec: TrainingSpec, base: Base, texts: Iterable[str], report
     """Every file of the extended version, manifest included; the base goes into `lineage`."""
     assert spec.base is not None and spec.base.vocab_size is not None
     report("counting", 0.0, force=True)
-    counts = piece_counts(base.encoding, texts)
+    counts = piece_counts(texts, base.encoding._pat_str)
     report("training", 0.5, force=True)
     ranks, added = extended_ranks(base, counts, spec.vocab_size - spec.base.vocab_size)
     report("exporting", 0.82, force=True)
@@ -186,10 +191,8 @@ def superword_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus
                                  special_tokens=tiktoken_info["special_tokens"])
     base = Base(encoding, "stage 1")
     report("counting spans", 0.5, force=True)
-    floor = max(2, spec.min_frequency)
-    spans = Counter({span: count for span, count in piece_counts(encoding, training_texts(
-        store, corpora, drawn=Drawn.of(spec, corpora, lineage)),
-                                                                   SUPERWORD_SPLIT).items() if count >= floor})
+    texts = training_texts(store, corpora, drawn=Drawn.of(spec, corpora, lineage))
+    spans = piece_counts(texts, SUPERWORD_SPLIT, floor=max(2, spec.min_frequency))
     report("training superwords", 0.65, force=True)
     ranks, added = extended_ranks(base, spans, spec.vocab_size - stage1.vocab_size, whole_pieces=False)
     report("exporting", 0.82, force=True)

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # numpy too: a counting child does not import it (20 MiB each
     import numpy.typing as npt
     from tokenizers import Tokenizer
 
+    from tokenmill.training.pruning import Counts
     from tokenmill.training.spec import TrainingSpec
 
 CHILD = "from tokenmill.training.with_tokenmill import serve; serve()"
@@ -72,21 +73,30 @@ def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int |
 
         return learned_from_counts(spec, counted_in_threads(texts, preset, threads))
     seconds = limit_of(spec.pre_tokenizer_regex, regex_seconds)
-    heading = [json.dumps({"pattern": spec.regex_pattern, "seconds": seconds}).encode(),
-               pickle.dumps(normalizer) if normalizer is not None else b""]
-    with ExitStack() as stack:
-        children = [stack.enter_context(_Counter(heading)) for _ in range(threads)]
-        try:
-            _send(children, texts)
-            counted = [child.counts() for child in children]
-        except SlowDocument as slow:
-            assert spec.pre_tokenizer_regex is not None and seconds is not None  # only a custom regex is limited
-            raise SlowRegex(spec.pre_tokenizer_regex, took_over(seconds), slow.number) from None
+    try:
+        counts = counted_in_children(spec.regex_pattern, normalizer, texts, threads, seconds)
+    except SlowDocument as slow:
+        assert spec.pre_tokenizer_regex is not None and seconds is not None  # only a custom regex is limited
+        raise SlowRegex(spec.pre_tokenizer_regex, took_over(seconds), slow.number) from None
+    return learned_from_counts(spec, counts)
+
+
+def counted_in_children(pattern: str, normalizer: object | None, texts: Iterable[str], processes: int,
+                        seconds: float | None = None) -> "Counts":
+    """The pieces of the texts (normalized, then split by `pattern`, each document within
+    `seconds` if given: SlowDocument past it) counted by `processes` children: each piece's
+    length in bytes, its count and their bytes, a piece once per child that saw it."""
     import numpy as np
 
+    heading = [json.dumps({"pattern": pattern, "seconds": seconds}).encode(),
+               pickle.dumps(normalizer) if normalizer is not None else b""]
+    with ExitStack() as stack:
+        children = [stack.enter_context(_Counter(heading)) for _ in range(max(1, processes))]
+        _send(children, texts)
+        counted = [child.counts() for child in children]
     lengths, seen, data = (np.concatenate([part[i] for part in counted]) for i in range(3))
     del counted  # the children's frames: the copies above are what the learner reads
-    return learned_from_counts(spec, (lengths, seen, data))
+    return lengths, seen, data
 
 
 def _compiled_preset(pattern: str) -> str | None:
@@ -97,7 +107,7 @@ def _compiled_preset(pattern: str) -> str | None:
     return preset_of(pattern)
 
 
-def learned_from_counts(spec: "TrainingSpec", counts: "tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]") -> "Tokenizer":
+def learned_from_counts(spec: "TrainingSpec", counts: "Counts") -> "Tokenizer":
     """The tokenizer of the merges learned from counted pieces (each one's length, count, bytes)."""
     from tokenmill.training.merge_learner import learn_merges_of  # numba: imported by a process that learns
     from tokenmill.training.with_rustbpe import to_tokenizer

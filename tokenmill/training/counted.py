@@ -47,6 +47,7 @@ from tokenmill.training.mixtures import Drawn, repeated_positions, without_posit
 from tokenmill.training.pruning import Counts, gathered
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
 from tokenmill.training.spec import TrainingSpec
+from tokenmill.training.splitting.counting import count as count_pieces
 from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, WorkLimits, fail
 from tokenmill.work.progress import Report
 
@@ -261,7 +262,7 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
             repeats = np.frombuffer(store.get_bytes(repeats_key(prefix, attempt, row.part)), dtype="<i8")
             documents = without_positions(documents, repeats)
         try:
-            counts = spills.count(touch.through(documents), split)
+            counts = count_pieces(touch.through(documents), split)  # compiled for a preset (training.splitting)
         except SlowDocument as slow:
             assert spec.pre_tokenizer_regex is not None  # only a custom regex's split is limited
             raise SlowRegex(spec.pre_tokenizer_regex, took_over(regex_seconds), where=(

@@ -153,11 +153,11 @@ def test_the_playground_labels_each_token_by_its_own_text(browse, team, site):
     page, _ = browse(key=team.key)
     name = site["names"]["fallback"]
     page.goto(f"/tokenizers/{name}/versions/1")
+    boxes = page.locator(f'#pg-main [data-tokenizer="{name} v1"] .tok .piece')
+    prefilled = boxes.all_inner_texts()  # the page's own text, tokenized when it was rendered
     page.get_by_label("Text to tokenize").fill("Мальчик играет в саду.")
     page.get_by_role("button", name="Tokenize").click()
-    boxes = page.locator(f'#pg-main [data-tokenizer="{name} v1"] .tok .piece')
-    expect(boxes.first).to_be_visible()
-    labels = boxes.all_inner_texts()
+    labels = until(boxes.all_inner_texts, lambda shown: shown and shown != prefilled, 15)
     # Never seen in training, the Cyrillic letters are byte tokens: each shows its own byte, not the word.
     assert "Мальчик" not in labels and "<0xD0>" in labels and len(labels) > 14
     assert sum(label == "<0xD0>" for label in labels) >= 6 and "␣" in "".join(labels)  # a byte each; a space as ␣
@@ -165,8 +165,10 @@ def test_the_playground_labels_each_token_by_its_own_text(browse, team, site):
     page.goto(f"/tokenizers/{plain}/versions/1")
     page.get_by_label("Text to tokenize").fill("Der Junge spielt")
     page.get_by_role("button", name="Tokenize").click()
-    page.locator(f'#pg-main [data-tokenizer="{plain} v1"]').wait_for()
-    assert "".join(page.locator("#pg-main .tok .piece").all_inner_texts()).replace("␣", " ") == "Der Junge spielt"
+    # The boxes of the page's own text are there until the answer replaces them.
+    shown = until(lambda: "".join(page.locator(f'#pg-main [data-tokenizer="{plain} v1"] .tok .piece')
+                                  .all_inner_texts()).replace("␣", " "), lambda text: text == "Der Junge spielt", 15)
+    assert shown == "Der Junge spielt"
     assert "Ġ" not in page.locator("#playground").inner_text()
 
 

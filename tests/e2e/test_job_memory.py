@@ -41,12 +41,16 @@ def one_slot_worker(settings, tmp_path):
             worker.wait(30)
 
 
-def test_a_small_job_after_a_big_one_reports_its_own_peak(settings, sessionmaker, store, one_slot_worker):
+def test_a_small_job_after_a_big_one_reports_its_own_peak(settings, sessionmaker, store, one_slot_worker, tmp_path):
+    from benchmarks.train_speed import corpus_file
+
     with transaction(sessionmaker) as session:
         team, _ = create_team(session, unique("memory"))
-    text = (CORPORA / "bible" / "eng_Latn.txt").read_bytes()
-    big = ingest_corpus(sessionmaker, store, team, CorpusFields("big", "religion", "eng_Latn"), [text * 4],
+    mixed = tmp_path / "mixed.txt"  # code, prose and many languages: distinct words enough for a big job
+    corpus_file(mixed, 30 * 10**6)
+    big = ingest_corpus(sessionmaker, store, team, CorpusFields("big", "mixed", "mul"), [mixed.read_bytes()],
                         max_bytes=10**9, max_line_bytes=10**6)
+    text = (CORPORA / "bible" / "eng_Latn.txt").read_bytes()
     small = ingest_corpus(sessionmaker, store, team, CorpusFields("small", "religion", "eng_Latn"), [text[:200_000]],
                           max_bytes=10**9, max_line_bytes=10**6)
 

@@ -10,9 +10,12 @@ mark over into the child at exec (a parent grown to 140 MB would floor every chi
 - `tokenizers files`: bare `tokenizers`, `Tokenizer.train([file])` with a BpeTrainer (Rust reads the file);
 - `tokenizers iterator`: `tokenmill.training.with_tokenizers.train` on the file's lines, streamed from Python (today's engine);
 - `rustbpe`: `tokenmill.training.with_rustbpe.train_rustbpe` on the same stream, conversion to a Tokenizer included;
-- `tokenmill`: `tokenmill.training.with_tokenmill.train_tokenmill` on the same stream: counted by one
-  child process per core, learned in the engine's process. Its peak RSS is the highest of the
-  engine's VmHWM and the sum of its and its children's RSS at one moment (sampled every 0.1 s).
+- `tokenmill`: `tokenmill.training.with_tokenmill.train_tokenmill` on the same stream: the gpt2
+  preset split and counted by the compiled splitter on one thread per core (a custom regex or a
+  normalizer would be counted by one child process per core), learned in the engine's process.
+  Its peak RSS is the highest of the engine's VmHWM and the sum of its and its children's RSS at
+  one moment (sampled every 0.1 s). Its wall time includes loading the compiled code from
+  numba's cache, which a worker does once, when it starts.
 
 Wall time is the child process's, interpreter start and imports included (its own
 training-only time is printed beside it). Afterwards the vocabularies are compared with

@@ -17,7 +17,7 @@ For each: wall time, peak RSS, the count threshold reached, the distinct pieces 
 their share of all occurrences, and the held-out text's bytes per token with the merges learned
 (the cost of pruning).
 
-    .venv/bin/python -m benchmarks.counting_budget --mb 100 500 --cap-mib 400
+    .venv/bin/python -m benchmarks.counting_budget --mb 100 500 --cap-mib 400 320 290
 """
 
 import argparse

@@ -61,7 +61,7 @@ FIGURES = (
            "A custom regex's time per document: what the bound costs (issue 20, item 3)"),
     Figure("noisy_neighbours", "benchmarks.noisy_neighbours", (), ("--only", "bpe_corpus", "quotas"),
            "Noisy neighbours: one team attacks, another reads (issue 20, item 8)"),
-    Figure("counting_budget", "benchmarks.counting_budget", ("--mb", "100", "500", "--cap-mib", "400"),
+    Figure("counting_budget", "benchmarks.counting_budget", ("--mb", "100", "500", "--cap-mib", "400", "320", "290"),
            ("--mb", "3", "--vocab", "2000", "--part-mb", "1", "--held-out-mb", "0.5", "--cap-mib", "200"),
            "Distributed counting within a memory budget (issue 22, item 5)"),
     Figure("mixtures", "benchmarks.mixtures", (), ("--unit-kb", "5", "--vocab", "1000", "--held-out", "20"),

@@ -34,3 +34,23 @@ def test_superword_merges_cross_whitespace_and_keep_stage_one(sessionmaker, stor
     held_out = flores_lines(997, languages=("eng_Latn",))[900]
     assert tokenizer.encode(held_out, add_special_tokens=False).ids == encoding.encode(held_out)
     assert encoding.decode(encoding.encode(held_out)) == held_out
+
+
+def test_superword_merges_on_mixed_text_are_each_what_byte_pair_encoding_makes_of_their_bytes(sessionmaker, store):
+    # Code, man pages and prose: stage 1's regex cuts where byte-pair encoding of a whole span by
+    # rank would not (an apostrophe, digits after letters). Learning from spans segmented by that
+    # regex made tokens the files' encoding can never produce, and the version was refused.
+    from tests.services import FIXTURES
+
+    team, _ = make_team(sessionmaker)
+    text = b"".join((FIXTURES / folder / name).read_bytes()[:300_000] for folder, name in (
+        ("code", "python.txt"), ("manpages", "eng_Latn.txt"), ("fortunes", "eng_Latn.txt")))
+    corpus = ingest_corpus(sessionmaker, store, team, CorpusFields("mixed", "mixed", "eng_Latn"), [text],
+                           max_bytes=10**8, max_line_bytes=10**6)
+    spec = resolve_spec({"library": "tokenmill", "vocab_size": 2000, "superword": {"transition_vocab_size": 1600}})
+    trained = superword_files(spec, store, [corpus], lambda *a, **k: None, {}, regex_seconds=10)
+    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in trained.files["tokenizer.tiktoken"].splitlines())}
+    encoding = tiktoken.Encoding("sw", pat_str=SUPERWORD_SPLIT, mergeable_ranks=ranks, special_tokens={})
+    for token, rank in ranks.items():
+        if rank >= 1600:
+            assert encoding.encode_single_token(token) == rank and len(encoding._encode_single_piece(token)) == 1

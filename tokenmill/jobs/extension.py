@@ -119,17 +119,15 @@ def piece_counts(texts: Iterable[str], pattern: str, floor: int = 1, processes: 
     return Counter({piece: count for piece, count in counts.items() if count >= floor}) if floor > 1 else counts
 
 
-def extended_ranks(base: Base, counts: Counter[bytes], merges: int, whole_pieces: bool = True
-                   ) -> tuple[dict[bytes, int], int]:
+def extended_ranks(base: Base, counts: Counter[bytes], merges: int) -> tuple[dict[bytes, int], int]:
     """The base's ranks and the new tokens (at most `merges`), and how many were added. Each
-    piece is segmented by the base: as one of its pieces (`whole_pieces`), or, for superword
-    spans, split by the base's regex first."""
+    piece (a base regex's piece, or a superword span) is segmented by the base's ranks alone, as
+    tiktoken encodes a piece its split regex gave: the learner starts from what the files will
+    do, so every new token is what byte-pair encoding by rank makes of its own bytes."""
     encoding = base.encoding
 
     def segmented(piece: bytes) -> list[int]:
-        if whole_pieces:
-            return list(encoding._encode_single_piece(piece))
-        return encoding.encode_ordinary(piece.decode("utf-8"))
+        return list(encoding._encode_single_piece(piece))
 
     pieces = [(segmented(piece), count) for piece, count in counts.items()]
     symbols = np.fromiter((i for ids, _ in pieces for i in ids), dtype=np.int32)
@@ -194,7 +192,7 @@ def superword_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus
     texts = training_texts(store, corpora, drawn=Drawn.of(spec, corpora, lineage))
     spans = piece_counts(texts, SUPERWORD_SPLIT, floor=max(2, spec.min_frequency))
     report("training superwords", 0.65, force=True)
-    ranks, added = extended_ranks(base, spans, spec.vocab_size - stage1.vocab_size, whole_pieces=False)
+    ranks, added = extended_ranks(base, spans, spec.vocab_size - stage1.vocab_size)
     report("exporting", 0.82, force=True)
     imported = imported_files(rank_file(ranks), SUPERWORD_SPLIT, dict(encoding._special_tokens))
     lineage["superword"] = {"transition_vocab_size": stage1.vocab_size, "merges_added": added, "spans": len(spans),

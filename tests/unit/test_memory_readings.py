@@ -26,8 +26,8 @@ def _end(child: subprocess.Popen) -> None:
 
 
 def test_peak_memory_counts_a_child_started_while_it_samples():
-    own = psutil.Process().memory_info().rss
     with PeakMemory(every=0.05, look_for_children_every=0.1) as memory:
+        own = psutil.Process().memory_info().rss  # after it gave back what this process had freed
         child = _child()
         time.sleep(0.3)
         _end(child)

@@ -47,7 +47,6 @@ from tokenmill.training.mixtures import Drawn, repeated_positions, without_posit
 from tokenmill.training.pruning import Counts, gathered
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.training.splitting.counting import count as count_pieces
 from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, WorkLimits, fail
 from tokenmill.work.progress import Report
 
@@ -257,6 +256,8 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
         key = f"{counts_prefix(prefix, attempt)}{row.part}-{row.claims}"
         touch = _Toucher(factory, row, alive)
         part = piece_counts.Part(corpus, row.start, row.end)
+        from tokenmill.training.splitting.counting import count as count_pieces  # numba: a counting worker's only
+
         documents = piece_counts.part_documents(store, part, max_line_bytes)
         if spec.deduplicate:
             repeats = np.frombuffer(store.get_bytes(repeats_key(prefix, attempt, row.part)), dtype="<i8")

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.train_speed import corpus_file, high_water_kib
+from benchmarks.train_speed import corpus_with_held_out, high_water_kib
 
 KEY = "corpora/bench/corpus"
 
@@ -125,15 +125,8 @@ def measure(mb: float, args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         (root / KEY).parent.mkdir(parents=True)
-        whole = root / "whole.txt"
-        corpus_file(whole, int((mb + args.held_out_mb) * 1e6))
-        data = whole.read_bytes()
-        cut = data.rfind(b"\n", 0, len(data) - int(args.held_out_mb * 1e6)) + 1
-        (root / KEY).write_bytes(data[:cut])
         held_out = root / "held_out.txt"
-        held_out.write_bytes(data[cut:])
-        del data
-        whole.unlink()
+        corpus_with_held_out(root / KEY, held_out, mb, args.held_out_mb)
         load = os.getloadavg()[0]
         started = time.monotonic()
         counted = [result(p) for p in [run("count", folder, str(args.vocab), str(args.part_mb), str(w), str(args.workers))

@@ -81,6 +81,17 @@ def streamed(texts, parts: dict, started: float):
     parts["stream"] = time.perf_counter() - started
 
 
+def corpus_with_held_out(training: Path, held_out: Path, mb: float, held_out_mb: float) -> None:
+    """`corpus_file` of mb + held_out_mb MB, cut at a line end: the first mb MB to `training`, the rest to `held_out`."""
+    whole = training.with_name(training.name + ".whole")
+    corpus_file(whole, int((mb + held_out_mb) * 1e6))
+    data = whole.read_bytes()
+    whole.unlink()
+    cut = data.rfind(b"\n", 0, len(data) - int(held_out_mb * 1e6)) + 1
+    training.write_bytes(data[:cut])
+    held_out.write_bytes(data[cut:])
+
+
 def high_water_kib(field: str = "VmHWM") -> int:
     """This process's peak resident memory so far, KiB."""
     for line in Path("/proc/self/status").read_text().splitlines():

@@ -24,11 +24,11 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import child_runs
 from benchmarks.train_speed import corpus_with_held_out, high_water_kib
 
 KEY = "corpora/bench/corpus"
@@ -85,15 +85,7 @@ def child_learn(root: Path, vocab: int, cap_mib: int, held_out: str) -> dict:
 
 
 def run(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "benchmarks.counting_budget", "--child", *args],
-                            stdout=subprocess.PIPE, text=True)
-
-
-def result(process: subprocess.Popen) -> dict:
-    out, _ = process.communicate()
-    if process.returncode:
-        raise SystemExit(f"a benchmark process failed ({process.returncode})")
-    return json.loads(out.strip().splitlines()[-1])
+    return child_runs.start("benchmarks.counting_budget", *args)
 
 
 def main() -> None:
@@ -129,7 +121,7 @@ def measure(mb: float, args: argparse.Namespace) -> None:
         corpus_with_held_out(root / KEY, held_out, mb, args.held_out_mb)
         load = os.getloadavg()[0]
         started = time.monotonic()
-        counted = [result(p) for p in [run("count", folder, str(args.vocab), str(args.part_mb), str(w), str(args.workers))
+        counted = [child_runs.result(p) for p in [run("count", folder, str(args.vocab), str(args.part_mb), str(w), str(args.workers))
                                        for w in range(args.workers)]]
         count_wall = time.monotonic() - started
         rate = sum(c["bytes"] for c in counted) / 1e6 / max(sum(c["cpu"] for c in counted), 1e-9)
@@ -141,7 +133,7 @@ def measure(mb: float, args: argparse.Namespace) -> None:
               "occurrences dropped | held-out bytes/token |")
         print("|---|---|---|---|---|---|---|---|")
         for cap in [0, *args.cap_mib]:
-            learned = result(run("learn", folder, str(args.vocab), str(cap), str(held_out)))
+            learned = child_runs.result(run("learn", folder, str(args.vocab), str(cap), str(held_out)))
             pruned = learned["pruned"]
             label = f"cap {cap} MiB" if cap else "no cap"
             print(f"| {label} | {learned['seconds']:.1f} | {learned['peak_mib']:.0f} | {pruned['threshold']} | "

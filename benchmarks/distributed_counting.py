@@ -23,11 +23,11 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import child_runs
 from benchmarks.train_speed import corpus_file, high_water_kib
 
 KEY = "corpora/bench/corpus"
@@ -86,15 +86,7 @@ def child_learn(root: Path, vocab: int, min_count: int) -> dict:
 
 
 def run(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "benchmarks.distributed_counting", "--child", *args],
-                            stdout=subprocess.PIPE, text=True)
-
-
-def result(process: subprocess.Popen) -> dict:
-    out, _ = process.communicate()
-    if process.returncode:
-        raise SystemExit(f"a benchmark process failed ({process.returncode})")
-    return json.loads(out.strip().splitlines()[-1])
+    return child_runs.start("benchmarks.distributed_counting", *args)
 
 
 def main() -> None:
@@ -124,7 +116,7 @@ def main() -> None:
         load = os.getloadavg()[0]
         rows = []
         started = time.monotonic()
-        streamed = result(run("streamed", folder, str(args.vocab)))
+        streamed = child_runs.result(run("streamed", folder, str(args.vocab)))
         streamed["wall"] = time.monotonic() - started
         rows.append(("rustbpe streamed (one process)", streamed["wall"], streamed["peak_mib"], ""))
         learned = None
@@ -134,10 +126,10 @@ def main() -> None:
             started = time.monotonic()
             counters = [run("count", folder, str(args.vocab), str(args.part_mb), str(w), str(workers))
                         for w in range(workers)]
-            counted = [result(process) for process in counters]
+            counted = [child_runs.result(process) for process in counters]
             count_wall = time.monotonic() - started
             started = time.monotonic()
-            learned = result(run("learn", folder, str(args.vocab), "1"))
+            learned = child_runs.result(run("learn", folder, str(args.vocab), "1"))
             learn_wall = time.monotonic() - started
             parts = counted[0]["parts"]
             rows.append((f"count, {workers} worker process{'es' if workers > 1 else ''} ({parts} parts)", count_wall,
@@ -146,7 +138,7 @@ def main() -> None:
             rows.append((f"total with {workers}", count_wall + learn_wall,
                          max(learned["peak_mib"], *(c["peak_mib"] for c in counted)), ""))
         started = time.monotonic()
-        pruned = result(run("learn", folder, str(args.vocab), "2"))
+        pruned = child_runs.result(run("learn", folder, str(args.vocab), "2"))
         rows.append(("merge + learn, min_frequency 2 (pieces seen once dropped)", time.monotonic() - started,
                      pruned["peak_mib"], f"{len(set(pruned['tokens']) & set(streamed['tokens']))} of "
                                          f"{len(streamed['tokens'])} tokens also in rustbpe's vocabulary"))

@@ -21,7 +21,7 @@ language's share of the bytes actually trained on.
 import argparse
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
@@ -48,7 +48,11 @@ class Corpus:
 
     language: str
     lines: list[str]
-    id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+    @property
+    def id(self) -> uuid.UUID:
+        """Stable across runs: the draws, seeded by the spec's seed and the corpus id, are too."""
+        return uuid.uuid5(uuid.NAMESPACE_URL, self.language)
 
     @property
     def name(self) -> str:

@@ -19,13 +19,12 @@ held-out text's bytes per token (SuperBPE's point: fewer tokens for the same tex
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
+from benchmarks import child_runs
 from benchmarks.train_speed import corpus_with_held_out, high_water_kib, tree_peak_kib
 
 KEY = "corpora/bench/corpus"
@@ -65,13 +64,9 @@ def child(root: Path, kind: str, vocab: int, transition: float, held_out: str) -
 
 
 def run(*args: str) -> dict:
-    process = subprocess.Popen([sys.executable, "-m", "benchmarks.superword", "--child", *args],
-                               stdout=subprocess.PIPE, text=True)
+    process = child_runs.start("benchmarks.superword", *args)
     tree = tree_peak_kib(process)
-    out, _ = process.communicate()
-    if process.returncode:
-        raise SystemExit(f"a benchmark process failed ({process.returncode})")
-    result = json.loads(out.strip().splitlines()[-1])
+    result = child_runs.result(process)
     result["peak_mib"] = max(tree, result["peak_kib"]) / 1024
     return result
 

@@ -248,6 +248,8 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
             if job is None or job.status != Status.RUNNING or job.attempts != attempt:
                 return 0
             spec = TrainingSpec.model_validate(job.spec)
+    from tokenmill.training.splitting.counting import count as count_pieces  # numba: a counting worker's only
+
     split: spills.Split | None = None  # built at the first claim: the coordinator polls here while it waits
     counted = 0
     while (claimed := _claim(factory, job_id, attempt, limits)) is not None:
@@ -256,8 +258,6 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
         key = f"{counts_prefix(prefix, attempt)}{row.part}-{row.claims}"
         touch = _Toucher(factory, row, alive)
         part = piece_counts.Part(corpus, row.start, row.end)
-        from tokenmill.training.splitting.counting import count as count_pieces  # numba: a counting worker's only
-
         documents = piece_counts.part_documents(store, part, max_line_bytes)
         if spec.deduplicate:
             repeats = np.frombuffer(store.get_bytes(repeats_key(prefix, attempt, row.part)), dtype="<i8")

@@ -19,6 +19,7 @@ duplicates, by an 8-byte BLAKE2b of its UTF-8): the set of hashes costs 8 bytes 
 document, kept as sorted runs merged like a binary counter.
 """
 
+import itertools
 import math
 import random
 from collections.abc import Iterable, Iterator
@@ -98,12 +99,18 @@ def _capped(shares: dict[str, float], sizes: dict[str, int], total: int,
             targets[key] = left * shares[key] / weight
 
 
-def drawn_copies(documents: Iterable[str], rate: float, seed: int, corpus_id: str) -> Iterator[str]:
-    """Each document `floor(rate)` times, and once more with probability `rate - floor(rate)`."""
+def copy_counts(rate: float, seed: int, corpus_id: str) -> Iterator[int]:
+    """How many copies of each document in turn: `floor(rate)`, and one more with probability
+    `rate - floor(rate)`, drawn from the seed and the corpus (endless: zip it with the documents)."""
     whole, fraction = int(rate), rate - int(rate)
     rng = random.Random(f"{seed}:{corpus_id}")  # a str seed is hashed by SHA-512: the same everywhere
-    for document in documents:
-        copies = whole + (rng.random() < fraction if fraction else 0)
+    while True:
+        yield whole + (rng.random() < fraction if fraction else 0)
+
+
+def drawn_copies(documents: Iterable[str], rate: float, seed: int, corpus_id: str) -> Iterator[str]:
+    """Each document as many times as `copy_counts` says."""
+    for document, copies in zip(documents, copy_counts(rate, seed, corpus_id)):
         for _ in range(copies):
             yield document
 
@@ -204,12 +211,13 @@ class Drawn:
         stream: Iterable[str] = self._counted(documents, self.read, key)
         if seen is not None:
             stream = self._counted(distinct(stream, seen), self.unique, key)
-        if self.rates is not None:
-            stream = drawn_copies(stream, self.rates[key], seed, key)
-        for document in stream:
-            self.kept[key] += 1
-            self.trained_bytes[key] += len(document.encode("utf-8", "surrogatepass"))
-            yield document
+        copies = copy_counts(self.rates[key], seed, key) if self.rates is not None else itertools.repeat(1)
+        for document, times in zip(stream, copies):
+            if times:  # its bytes counted once, whatever its copies
+                self.kept[key] += times
+                self.trained_bytes[key] += times * len(document.encode("utf-8", "surrogatepass"))
+                for _ in range(times):
+                    yield document
 
     @staticmethod
     def _counted(documents: Iterable[str], into: dict[str, int], key: str) -> Iterator[str]:

@@ -138,6 +138,15 @@ def cost_report(neighbours: Neighbours) -> Attack:
     return Attack("GET …/versions/1/report, the cost report (4 clients)", send, concurrency=4, seconds=ATTACK_SECONDS)
 
 
+def duplicates(neighbours: Neighbours) -> Attack:
+    """The team's exact duplicates across its corpora, merged from their stored hashes, in a loop."""
+    def send(http: httpx.Client, n: int) -> httpx.Response:
+        return http.get("/v1/corpora/duplicates")
+
+    return Attack("GET /v1/corpora/duplicates, the team's duplicates (4 clients)", send, concurrency=4,
+                  seconds=ATTACK_SECONDS)
+
+
 def small_job(neighbours: Neighbours, n: int) -> dict:
     return job_body(f"queued-{n}", neighbours.attacker.corpus_id, {"vocab_size": 2000})
 

@@ -55,6 +55,11 @@ def test_the_cost_report_in_a_loop(attempt):
     assert not broken_goals(outcome), "\n".join(broken_goals(outcome))
 
 
+def test_the_teams_duplicates_in_a_loop(attempt):
+    outcome = attempt(attacks.duplicates)
+    assert not broken_goals(outcome), "\n".join(broken_goals(outcome))
+
+
 def test_twenty_queued_jobs_then_the_victims(attempt):
     outcome = attempt(attacks.queued_jobs)
     problems = broken_goals(outcome) + held_the_worker(outcome, attacks.QUEUED_JOBS // 2)

@@ -19,14 +19,12 @@ import argparse
 import os
 import shutil
 import sys
-import uuid
 from pathlib import Path
 
 from tests import services
 from tests.neighbours import attacks, harness
 from tests.neighbours.stack import fresh_key, neighbour_stack, prepare, settle
 from tokenmill.db import make_engine, make_sessionmaker
-from tokenmill.settings import Settings
 
 BY_NAME = {make.__name__: make for make in attacks.ATTACKS}
 
@@ -42,14 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = []
     shutil.rmtree(args.logs, ignore_errors=True)
     args.logs.mkdir(parents=True)
-    with (services.postgres_database() as database_url, services.redis_server() as broker_url,
-          services.s3_server() as s3_endpoint):
-        bucket = "tokenmill-bench"
-        services.make_bucket(s3_endpoint, bucket)
-        settings = Settings(database_url=database_url, broker_url=broker_url,
-                            storage_url=f"s3://{bucket}/run-{uuid.uuid4().hex[:8]}", s3_endpoint_url=s3_endpoint,
-                            secret_key=services.SECRET_KEY)
-        engine = make_engine(database_url)
+    with services.run_settings() as settings:
+        engine = make_engine(settings.database_url)
         sessionmaker = make_sessionmaker(engine)
         try:
             with neighbour_stack(settings, args.logs, tail=0) as stack:

@@ -69,6 +69,9 @@ FIGURES = (
            "SuperBPE against plain BPE at the same vocabulary (issue 21, item 3)"),
     Figure("mixtures", "benchmarks.mixtures", (), ("--unit-kb", "5", "--vocab", "1000", "--held-out", "20"),
            "Mixtures: a language temperature and the smallest language's premium (issue 25, item 1)"),
+    Figure("metadata_load", "benchmarks.metadata_load", ("--training",),
+           ("--seconds", "2", "--rounds", "1", "--corpora", "3", "--clients", "10"),
+           "Metadata under load: each route against a bare endpoint (issue 22, item 4)"),
     Figure("split_speed", "benchmarks.split_speed", ("--mb", "100"), ("--mb", "0.3", "--rounds", "1"), None),
 )
 BY_NAME = {figure.name: figure for figure in FIGURES}

@@ -6,9 +6,10 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 
 from service import logs, problems, web
+from service.admission import Admission, FairTurns
 from service.inputs import check_request_values
 from service.metrics import Metrics
-from service.middleware import Authentication, BodyLimit, Telemetry
+from service.middleware import UPLOAD_PATHS, Authentication, BodyLimit, Telemetry
 from service.queue import Queue
 from service.rate_limits import TokenBuckets
 from service.routes import bpe, corpora, evaluations, health, jobs, metrics, team, tokenizers
@@ -74,10 +75,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   dependencies=[Depends(check_request_values)])
     problems.install(app)
     app.state.metrics = Metrics(app.state) if settings.metrics_enabled else None
-    # The last added runs first: give the request its id and start its clock, authenticate, then
-    # cap the body, before any route reads it.
+    # The last added runs first: give the request its id and start its clock, wait for a slot,
+    # authenticate, then cap the body, before any route reads it.
     app.add_middleware(BodyLimit, settings=settings)
     app.add_middleware(Authentication)
+    app.state.turns = FairTurns(settings.api_concurrent_requests, settings.api_waiting_per_caller)
+    app.add_middleware(Admission, turns=app.state.turns, wait_seconds=settings.api_admission_wait_seconds,
+                       upload_paths=UPLOAD_PATHS)
     app.add_middleware(Telemetry, metrics=app.state.metrics)
     for module in (health, team, corpora, jobs, tokenizers, evaluations, bpe):
         app.include_router(module.router)

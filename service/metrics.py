@@ -69,6 +69,7 @@ class Metrics:
                                     ["route", "team"], registry=self.registry)
         self.registry.register(WorkCollector(state))
         self.registry.register(SandboxCollector())
+        self.registry.register(AdmissionCollector(state))
         # One (counter, histogram) pair per label set, looked up once: this runs on every request.
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
@@ -162,6 +163,29 @@ def _seconds_between(session: Session, start: Any, end: Any) -> ColumnElement[fl
     if session.get_bind().dialect.name == "postgresql":
         return extract("epoch", end - start)
     return (func.julianday(end) - func.julianday(start)) * 86400.0  # SQLite: days as a real number
+
+
+class AdmissionCollector(Collector):
+    """The requests inside this API process and those waiting their turn (service/admission.py)."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def collect(self) -> Iterator[Metric]:
+        turns = getattr(self.state, "turns", None)
+        if turns is None:
+            return
+        yield GaugeMetricFamily("tokenmill_api_requests_inside", "Requests inside the app (at most the slots)",
+                                value=turns.slots - turns.free)
+        yield GaugeMetricFamily("tokenmill_api_requests_waiting", "Requests waiting for their caller's turn",
+                                value=turns.waiting_count())
+        yield CounterMetricFamily("tokenmill_api_requests_admitted", "Requests let into the app",
+                                  value=turns.admitted_total)
+        yield CounterMetricFamily("tokenmill_api_admission_wait_seconds", "Time requests spent waiting for a turn",
+                                  value=turns.wait_seconds_total)
+        yield CounterMetricFamily("tokenmill_api_requests_turned_away",
+                                  "Requests answered 503 Busy: too many of their caller's waiting, or waited too long",
+                                  value=turns.turned_away_total)
 
 
 class SandboxCollector(Collector):

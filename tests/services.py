@@ -135,3 +135,15 @@ def s3_server():
 
 def make_bucket(endpoint: str, bucket: str) -> None:
     boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
+
+
+@contextmanager
+def run_settings(bucket: str = "tokenmill-bench"):
+    """Settings on a fresh PostgreSQL database, a Redis server and an S3 server of this run's own (a benchmark's stack)."""
+    from tokenmill.settings import Settings
+
+    with postgres_database() as database_url, redis_server() as broker_url, s3_server() as s3_endpoint:
+        make_bucket(s3_endpoint, bucket)
+        yield Settings(database_url=database_url, broker_url=broker_url,
+                       storage_url=f"s3://{bucket}/run-{uuid.uuid4().hex[:8]}", s3_endpoint_url=s3_endpoint,
+                       secret_key=SECRET_KEY)

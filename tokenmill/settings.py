@@ -34,6 +34,12 @@ class Settings(BaseSettings):
     api_database_pool_size: int = Field(default=20, ge=1, le=500)
     api_database_max_overflow: int = Field(default=20, ge=0, le=500)
     api_database_pool_timeout: float = Field(default=10.0, gt=0)  # a request waits this long for a connection, then 503 Busy
+    # Requests inside an API process at once (service/admission.py): below its threads and its
+    # pool, or requests wait for both; the others wait their caller's turn, each caller up to
+    # `api_waiting_per_caller` of them and up to `api_admission_wait_seconds`, then 503 Busy.
+    api_concurrent_requests: int = Field(default=8, ge=1, le=500)
+    api_waiting_per_caller: int = Field(default=256, ge=0)
+    api_admission_wait_seconds: float = Field(default=30.0, gt=0)
 
     # Job limits: soft < hard < broker visibility timeout, so a slow job is stopped before redelivery.
     job_soft_time_limit: int = 3 * 3600

@@ -14,6 +14,7 @@ from functools import cache
 import httpx
 import zstandard
 
+from tests import load
 from tests.api.dashboard import sign_in
 from tests.neighbours.harness import Attack, Attacker
 from tests.neighbours.stack import ATTACKER_REGEX, Neighbours
@@ -25,6 +26,7 @@ FLAT_REGEX = "(?:a{{1000}}){{{}}}"  # .format(repeats): 1000 → a million a's
 NESTED_REGEX = "(?:(?:a{1000}){1000}){10}"
 QUEUED_JOBS = 20  # the default queued_jobs quota
 STUCK_JOBS = 2  # the worker's concurrency: both slots
+FLOOD_CONNECTIONS = 150  # past the API process's 40 threads and 40 database connections
 UPLOAD_TIMEOUT = 30.0  # the attacker stops waiting for an upload's answer (the stack is settled after)
 
 
@@ -147,6 +149,21 @@ def duplicates(neighbours: Neighbours) -> Attack:
                   seconds=ATTACK_SECONDS)
 
 
+def metadata_flood(neighbours: Neighbours) -> Attack:
+    """GET /v1/corpora from more connections than the API process has threads and database connections."""
+    def script(attacker: Attacker) -> None:
+        attacker.cue_after(2.0)
+        outcome = load.run(f"{attacker.stack.base}/v1/corpora", {"Authorization": f"Bearer {attacker.key}"},
+                           FLOOD_CONNECTIONS, ATTACK_SECONDS)
+        for status, count in outcome.statuses.items():
+            for _ in range(count):
+                attacker.count(str(status))
+        for _ in range(outcome.errors):
+            attacker.count("error")
+
+    return Attack(f"GET /v1/corpora from {FLOOD_CONNECTIONS} connections at once", script=script)
+
+
 def small_job(neighbours: Neighbours, n: int) -> dict:
     return job_body(f"queued-{n}", neighbours.attacker.corpus_id, {"vocab_size": 2000})
 
@@ -206,4 +223,4 @@ def cancelled_backtracking(neighbours: Neighbours) -> Attack:
 
 
 ATTACKS = (compiled_regex, compiled_nested_regex, version_replay, bpe_corpus, dashboard_uploads, api_uploads,
-           cost_report, queued_jobs, storage_bomb, quotas, cancelled_backtracking)
+           cost_report, duplicates, metadata_flood, queued_jobs, storage_bomb, quotas, cancelled_backtracking)

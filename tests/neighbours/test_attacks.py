@@ -60,6 +60,14 @@ def test_the_teams_duplicates_in_a_loop(attempt):
     assert not broken_goals(outcome), "\n".join(broken_goals(outcome))
 
 
+def test_more_connections_than_the_api_has_threads_and_database_connections(attempt):
+    outcome = attempt(attacks.metadata_flood)
+    problems = broken_goals(outcome)
+    if not outcome.attacker.get("200"):
+        problems.append(f"the flood was never answered: {outcome.attacker}")
+    assert not problems, "\n".join(problems)
+
+
 def test_twenty_queued_jobs_then_the_victims(attempt):
     outcome = attempt(attacks.queued_jobs)
     problems = broken_goals(outcome) + held_the_worker(outcome, attacks.QUEUED_JOBS // 2)

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock requirements-refs.txt | sha256sum | cut -c1-12)
 
-.PHONY: install up test test-unit lint lock bench docs clean
+.PHONY: install up test test-fast test-unit lint lock bench docs clean
 
 install: $(STAMP)
 
@@ -33,6 +33,10 @@ lint: install
 lock:
 	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --no-header -o requirements.lock
 	sed -i '1i # The exact versions `make install` installs (every transitive one): `make lock` writes it from pyproject.toml.' requirements.lock
+
+# The quick loop: the unit tier (no service) without the tests marked slow, on every core (about a minute on 2).
+test-fast: install
+	$(BIN)/python -m pytest tests/unit -m "not slow" -n auto -p no:cacheprovider
 
 test-unit: install
 	$(BIN)/python -m pytest tests/unit

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from benchmarks import run
 
 
@@ -46,6 +48,7 @@ def test_make_bench_runs_this_runner():
     assert re.search(r"^bench:.*\n\t\$\(BIN\)/python -m benchmarks\.run\b", makefile, re.M)
 
 
+@pytest.mark.slow
 def test_one_cheap_figure_runs_quick(tmp_path):
     result = subprocess.run([sys.executable, "-m", "benchmarks.run", "--quick", "--only", "combinations",
                              "--out", str(tmp_path)], cwd=run.REPO, capture_output=True, text=True, timeout=600)

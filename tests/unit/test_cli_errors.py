@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from tests.services import free_port
 
 
@@ -12,6 +14,7 @@ def tokenmill(*args: str, cwd) -> subprocess.CompletedProcess:
                           env=env, timeout=60)
 
 
+@pytest.mark.slow
 def test_a_missing_file_is_one_line(tmp_path):
     done = tokenmill("corpus", "upload", "nope.txt", "--domain", "news", "--language", "eng_Latn", cwd=tmp_path)
     assert done.returncode == 1
@@ -27,6 +30,7 @@ def test_an_unreachable_server_is_one_line(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_bad_spec_is_one_line(tmp_path):
     done = tokenmill("train", "t", "--corpus", "c", "--spec", "{nope", cwd=tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stderr

@@ -10,6 +10,8 @@ from tests.combinations import COMBINATIONS
 from tokenmill.training.spec import resolve_spec
 from tokenmill.training.with_tokenizers import determinism
 
+pytestmark = pytest.mark.slow  # each case trains in fresh processes
+
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = """
 import hashlib, json, sys

@@ -76,6 +76,7 @@ def test_vocab_curve_truncates_merges_and_fertility_falls(spec):
 
 
 @pytest.mark.parametrize("algorithm", ["unigram", "bpe"])
+@pytest.mark.slow
 def test_sentencepiece_engine_matches_its_tokenizer_json(algorithm, monkeypatch):
     from tokenmill.evaluation.encoders import SentencePieceEncoder, TokenizersEncoder
     from tokenmill.training.with_sentencepiece import train_sentencepiece
@@ -120,6 +121,7 @@ def test_sentencepiece_without_byte_fallback_is_measured_through_tokenizer_json(
     assert engine.encoded_by == "tokenizers"  # <unk> pieces hide how many bytes they stand for
 
 
+@pytest.mark.slow
 def test_measuring_in_processes_gives_the_same_metrics(bytebpe_files, monkeypatch):
     import tokenmill.evaluation.measuring as evaluation
 
@@ -145,6 +147,7 @@ def test_measuring_in_processes_gives_the_same_metrics(bytebpe_files, monkeypatc
     assert measure(reference_encoder("gpt2"), text) == gpt2_here
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_fails_the_measurement_and_frees_its_feeders(bytebpe_files, monkeypatch):
     import threading
 
@@ -182,6 +185,7 @@ def test_a_worker_dead_before_the_measurement_fails_it_as_a_worker_failure(byteb
     assert all(worker.poll() is None for worker in shards.start(2))  # replaced
 
 
+@pytest.mark.slow
 def test_a_forked_child_leaves_its_parents_workers_alone():
     import os
 

@@ -51,6 +51,7 @@ def test_the_setting_is_read_from_the_environment_and_defaults_to_the_cores(monk
         Settings()
 
 
+@pytest.mark.slow
 def test_no_thread_outlives_an_evaluation(bytebpe_files, corpora, threads):
     threads(2)
     encoders.reference_encoder.cache_clear()  # cached encoders once kept a pool of threads each

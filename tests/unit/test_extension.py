@@ -5,6 +5,7 @@ import base64
 import json
 from collections import Counter
 
+import pytest
 import tiktoken
 from tokenizers import Tokenizer
 
@@ -32,6 +33,7 @@ def test_the_base_keeps_every_id_and_new_tokens_follow():
     assert extended.decode(extended.encode(held_out)) == held_out
 
 
+@pytest.mark.slow
 def test_the_files_load_everywhere_with_the_same_ids(tmp_path):
     spec = resolve_spec({"vocab_size": 50257 + 300, "base": {"reference": "gpt2"}}).model_copy(
         update={"base": resolve_spec({"vocab_size": 50557, "base": {"reference": "gpt2"}}).base.model_copy(

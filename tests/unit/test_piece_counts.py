@@ -24,6 +24,7 @@ def _random_text(rng: random.Random, lines: int) -> bytes:
 
 
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.slow
 def test_the_parts_own_every_line_once_whatever_their_size(tmp_path, seed):
     rng = random.Random(seed)
     data = _random_text(rng, 200)

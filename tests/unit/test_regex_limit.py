@@ -47,6 +47,7 @@ def train(library: str, spec, texts, regex_seconds):
 
 
 @pytest.mark.parametrize("library", LIBRARIES)
+@pytest.mark.slow
 def test_a_document_the_regex_backtracks_on_fails_the_training_within_a_few_times_the_limit(library):
     spec = spec_of(library, SLOW_REGEX)  # the submission probe lets it through
     before = {child.pid for child in psutil.Process().children()}
@@ -99,6 +100,7 @@ def test_counting_names_the_document_its_split_ran_too_long_on():
     assert slow.value.number == 2
 
 
+@pytest.mark.slow
 def test_the_reason_names_the_corpus_of_the_document(tmp_path):
     store = LocalStore(tmp_path)
     corpora = []
@@ -137,6 +139,7 @@ def test_batches_call_on_slow_with_the_batch_the_engine_stalls_on():
     assert slow == [(4, 7)]
 
 
+@pytest.mark.slow
 def test_a_slow_read_of_the_texts_is_not_blamed_on_the_regex():
     called = threading.Event()
 

@@ -79,6 +79,7 @@ def texts_of(tokenizer) -> list[str]:
 
 
 @pytest.mark.parametrize("preset", ["gpt2", "cl100k", "o200k", "custom"])
+@pytest.mark.slow
 def test_every_file_gives_the_same_ids_on_multilingual_text(preset, training_lines, held_out_lines, tmp_path):
     raw = {"pre_tokenizer": "none", "pre_tokenizer_regex": CUSTOM} if preset == "custom" else {"pre_tokenizer": preset}
     spec = resolve_spec({"vocab_size": 3000, "special_tokens": SPECIALS, **raw})
@@ -94,6 +95,7 @@ def test_every_file_gives_the_same_ids_on_multilingual_text(preset, training_lin
     assert max(max(ids) for ids in expected if ids) > 2000  # and learned tokens, not only bytes
 
 
+@pytest.mark.slow
 def test_vocabulary_is_the_spec_size_with_specials_then_bytes_as_tokenizers_numbers_them(training_lines):
     spec = resolve_spec({"vocab_size": 2500, "special_tokens": SPECIALS})
     tokenizer = train_rustbpe(spec, training_lines)
@@ -133,6 +135,7 @@ def test_special_tokens_have_the_lowest_ids_in_every_file(training_lines, tmp_pa
     assert json.loads((folder / "special_tokens_map.json").read_text())["additional_special_tokens"] == SPECIALS[1:]
 
 
+@pytest.mark.slow
 def test_a_preset_regex_is_honoured(training_lines):
     # gpt2 lets a space lead a run of digits of any length; cl100k splits digits in threes, with no space.
     gpt2 = texts_of(train_rustbpe(resolve_spec({"vocab_size": 4000, "pre_tokenizer": "gpt2"}), training_lines))
@@ -153,6 +156,7 @@ def test_a_custom_regex_is_honoured(training_lines):
     assert not any(regex.search(r"\d\d| [a-z]", t) for t in tokens)
 
 
+@pytest.mark.slow
 def test_normalization_and_lowercase_are_applied_before_training(training_lines, tmp_path):
     shouting = [line.upper() for line in training_lines[:3000]] + ["ＦＵＬＬ ＷＩＤＴＨ ﬁne ﬂow ①②③"] * 300
     spec = resolve_spec({"vocab_size": 3000, "normalization": "nfkc", "lowercase": True})
@@ -188,6 +192,7 @@ print(hashlib.sha256(b"".join(name.encode() + files[name] for name in sorted(fil
 """
 
 
+@pytest.mark.slow
 def test_the_same_texts_give_byte_identical_files_in_other_processes():
     def digest(seed: str) -> str:
         env = {"PYTHONHASHSEED": seed, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
@@ -198,6 +203,7 @@ def test_the_same_texts_give_byte_identical_files_in_other_processes():
     assert len(first) == 64 and first == digest("2")
 
 
+@pytest.mark.slow
 def test_merges_are_near_those_of_tokenizers_and_compress_as_well(training_lines, held_out_lines):
     # Both take the most frequent pair and break ties by lower id, but number single bytes differently
     # (raw byte value here, GPT-2 character there), so equal counts can be merged in another order.
@@ -232,6 +238,7 @@ def test_a_special_token_spelled_like_a_byte_token_is_refused(training_lines):
         train_rustbpe(spec, training_lines[:500])
 
 
+@pytest.mark.slow
 def test_a_generator_is_streamed_and_gives_what_a_list_gives_in_any_order(training_lines):
     spec = resolve_spec({"vocab_size": 1500})
     streamed = train_rustbpe(spec, (line for line in training_lines)).to_str()
@@ -258,6 +265,7 @@ def test_a_pattern_rustbpe_cannot_compile_is_refused():
         check_pattern(r"[a-")
 
 
+@pytest.mark.slow
 def test_a_document_the_regex_engine_gives_up_on_fails_with_a_message_and_the_next_training_works():
     spec = resolve_spec({"vocab_size": 300})
     # fancy_regex (rustbpe's and tiktoken's engine) overflows its stack on gpt2's `\s+(?!\S)` here.

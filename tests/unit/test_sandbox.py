@@ -8,6 +8,7 @@ import time
 import pytest
 from tokenizers import Tokenizer
 
+from tests.waiting import until
 from tokenmill.encoding.sandbox import Busy, Sandbox
 from tokenmill.errors import Failed, OverMemory, TimedOut
 from tokenmill.training import with_tokenizers
@@ -56,6 +57,7 @@ def test_encodes_as_in_process_and_loads_each_tokenizer_once(sandbox, tokenizer_
     assert len(loads) == 1  # one process served all three (it is given back idle): one load
 
 
+@pytest.mark.slow
 def test_a_slow_regex_is_killed_at_the_time_limit_and_its_process_replaced(sandbox, catastrophic_json, tokenizer_json):
     started = time.monotonic()
     with pytest.raises(TimedOut):
@@ -83,6 +85,7 @@ def test_a_process_over_the_memory_limit_is_killed():
         pool.close()
 
 
+@pytest.mark.slow
 def test_a_full_pool_answers_busy_and_one_owner_cannot_take_it_all(catastrophic_json, tokenizer_json):
     pool = Sandbox(timeout=4, size=2, warm=2, wait=0.2)
     try:
@@ -97,7 +100,7 @@ def test_a_full_pool_answers_busy_and_one_owner_cannot_take_it_all(catastrophic_
 
         slow = threading.Thread(target=slow_encode)
         slow.start()
-        time.sleep(0.5)
+        until(pool.stats, lambda stats: stats["busy"] >= 1, 30, every=0.01)  # the slow encode holds a process
         with pytest.raises(Busy) as busy:  # team a holds its share (half the pool): its own rate, a 429
             pool.encode("v1:sha", "more", lambda: tokenizer_json, owner="a")
         assert busy.value.status == 429 and busy.value.retry_after >= 4

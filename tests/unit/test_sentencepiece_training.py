@@ -267,6 +267,7 @@ print(hashlib.sha256(train_sentencepiece(spec, texts).model).hexdigest())
 """
 
 
+@pytest.mark.slow
 def test_max_sentences_samples_the_same_in_every_process(texts):
     # sentencepiece's own sampling (more sentences than input_sentence_size) differs from one
     # process to the next whatever the seed; the sample drawn in Python does not.

@@ -264,6 +264,7 @@ def test_another_regex_version_refuses_the_classes(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_the_shared_corpora_split_as_regex():
     # Every file of ../shared/corpora (758, 125 million characters), read whole, its lines as
     # documents, the three presets. `python -m tests.regex_equality` adds the files' 64 KB

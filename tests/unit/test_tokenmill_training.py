@@ -163,6 +163,7 @@ train_tokenmill(spec, ["a" * 80 + "b"], processes=1)
 """
 
 
+@pytest.mark.slow
 def test_a_counting_process_stuck_in_a_regex_dies_with_its_job_process_killed_by_signal_9():
     job = subprocess.Popen([sys.executable, "-c", STUCK], cwd=REPO)
     try:

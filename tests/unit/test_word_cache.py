@@ -66,6 +66,7 @@ def test_a_word_at_a_time_gives_sentencepiece_ids(either):
     assert cached.encode(ODD_LINES) == direct.encode(ODD_LINES)
 
 
+@pytest.mark.slow
 def test_unigram_lines_that_rounding_could_change_go_to_sentencepiece():
     direct, cached = encoders(model("unigram"))
     held_out = flores_lines(300, offset=500, languages=LANGUAGES)
@@ -113,6 +114,7 @@ def test_no_lines_and_a_failing_encode_leave_nothing_behind(bpe):
     assert cached.encode(["hello"]) == direct.encode(["hello"])  # "hello" was not kept without its ids
 
 
+@pytest.mark.slow
 def test_only_models_that_normalize_nothing_apply(bpe):
     proto = model_pb2.ModelProto.FromString(bpe)
     proto.pieces.add(piece="a\u2581b", score=0.0, type=model_pb2.ModelProto.SentencePiece.USER_DEFINED)

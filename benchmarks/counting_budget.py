@@ -60,13 +60,10 @@ def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: in
 
 
 def child_learn(root: Path, vocab: int, cap_mib: int, held_out: str) -> dict:
-    import psutil
-
     from tokenmill.store import LocalStore
     from tokenmill.training import spills
-    from tokenmill.training.counted import LEARNER_SHARE
     from tokenmill.training.merge_learner import warm_up
-    from tokenmill.training.pruning import gathered
+    from tokenmill.training.pruning import gathered, learner_budget
     from tokenmill.training.with_tokenmill import learned_from_counts
 
     warm_up()  # what a job's worker holds before it merges: the learner compiled, the libraries loaded
@@ -75,7 +72,7 @@ def child_learn(root: Path, vocab: int, cap_mib: int, held_out: str) -> dict:
     started = time.monotonic()
     keys = sorted(stored.key for stored in store.list_objects("spills/"))
     merged = spills.merged([spills.records(store.iter_chunks(key, spills.SPILL_READ)) for key in keys])
-    budget = int(LEARNER_SHARE * max(cap_mib * 2**20 - psutil.Process().memory_info().rss, 0)) if cap_mib else None
+    budget = learner_budget(cap_mib * 2**20 if cap_mib else None)
     counts, pruned = gathered(merged, spec.min_frequency, budget)
     tokenizer = learned_from_counts(spec, counts)
     seconds = time.monotonic() - started

@@ -236,13 +236,13 @@ def test_merged_counts_past_the_memory_budget_keep_the_frequent_pieces_and_say_s
     team, corpora = team_and_corpora
     spec = {**RUSTBPE, "counting": "distributed"}
     full, _ = _training_data_of(sessionmaker, store, team, corpora, spec)
-    monkeypatch.setattr(counted, "_learner_budget", lambda limits: 2_000)  # about a dozen of its pieces
+    monkeypatch.setattr(counted, "learner_budget", lambda max_memory: 2_000)  # about a dozen of its pieces
     squeezed, lineage = _training_data_of(sessionmaker, store, team, corpora, spec)
     pruned = lineage["pruned"]
     assert pruned["raised"] and pruned["threshold"] > 1 and pruned["pieces_dropped"] > 0
     assert squeezed != full
     # What it learned from is what min_frequency at that threshold keeps, budget or not.
-    monkeypatch.setattr(counted, "_learner_budget", lambda limits: None)
+    monkeypatch.setattr(counted, "learner_budget", lambda max_memory: None)
     at_threshold, _ = _training_data_of(sessionmaker, store, team, corpora, {**spec, "min_frequency": pruned["threshold"]})
     assert at_threshold == squeezed
 

@@ -13,13 +13,20 @@ from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.jobs.extension import SUPERWORD_SPLIT, superword_files
 from tokenmill.training.spec import resolve_spec
 
+SPEC = {"library": "tokenmill", "vocab_size": 1400, "superword": {"transition_vocab_size": 1000}}
 
-def test_superword_merges_cross_whitespace_and_keep_stage_one(sessionmaker, store):
+
+def english_corpus(sessionmaker, store):
+    """800 FLORES lines of English, a corpus of a new team."""
     team, _ = make_team(sessionmaker)
     texts = flores_lines(997, languages=("eng_Latn",))[:800]
-    corpus = ingest_corpus(sessionmaker, store, team, CorpusFields("en", "news", "eng_Latn"),
-                           ["\n".join(texts).encode()], max_bytes=10**8, max_line_bytes=10**6)
-    spec = resolve_spec({"library": "tokenmill", "vocab_size": 1400, "superword": {"transition_vocab_size": 1000}})
+    return ingest_corpus(sessionmaker, store, team, CorpusFields("en", "news", "eng_Latn"),
+                         ["\n".join(texts).encode()], max_bytes=10**8, max_line_bytes=10**6)
+
+
+def test_superword_merges_cross_whitespace_and_keep_stage_one(sessionmaker, store):
+    corpus = english_corpus(sessionmaker, store)
+    spec = resolve_spec(SPEC)
     trained = superword_files(spec, store, [corpus], lambda *a, **k: None, {"job_id": "x"}, regex_seconds=10)
     manifest = json.loads(trained.files["manifest.json"])
     assert manifest["tiktoken"]["pat_str"] == SUPERWORD_SPLIT
@@ -54,3 +61,16 @@ def test_superword_merges_on_mixed_text_are_each_what_byte_pair_encoding_makes_o
     for token, rank in ranks.items():
         if rank >= 1600:
             assert encoding.encode_single_token(token) == rank and len(encoding._encode_single_piece(token)) == 1
+
+
+def test_spans_past_the_learners_budget_are_pruned_to_fit_and_the_lineage_says_how(sessionmaker, store):
+    corpus = english_corpus(sessionmaker, store)
+    spec = resolve_spec(SPEC)
+    roomy = json.loads(superword_files(spec, store, [corpus], lambda *a, **k: None, {}, regex_seconds=10)
+                       .files["manifest.json"])["lineage"]
+    squeezed = json.loads(superword_files(spec, store, [corpus], lambda *a, **k: None, {}, regex_seconds=10,
+                                          budget=2_000).files["manifest.json"])["lineage"]
+    assert roomy["pruned"]["threshold"] == 2 and not roomy["pruned"]["raised"]  # spans seen once are never kept
+    pruned = squeezed["pruned"]
+    assert pruned["raised"] and pruned["threshold"] > 2 and pruned["pieces_kept"] < roomy["pruned"]["pieces_kept"]
+    assert squeezed["superword"]["spans"] == pruned["pieces_kept"]

@@ -11,7 +11,8 @@ from tokenizers import Tokenizer
 
 from tests.text import flores_lines
 from tokenmill.evaluation.references import load_reference
-from tokenmill.jobs.extension import Base, extended_ranks, extension_files, piece_counts
+from tokenmill.jobs.extension import Base, extended_ranks, extension_files, piece_counts, pieces_of
+from tokenmill.training.pruning import cost
 from tokenmill.training.spec import resolve_spec
 
 HINDI = flores_lines(600, languages=("hin_Deva",))
@@ -21,7 +22,7 @@ ENGLISH = "The quick brown fox jumps over the lazy dog, 42 times."
 def test_the_base_keeps_every_id_and_new_tokens_follow():
     gpt2 = load_reference("gpt2")
     base = Base(gpt2, "reference:gpt2")
-    ranks, added = extended_ranks(base, piece_counts(HINDI, gpt2._pat_str), 800)
+    ranks, added = extended_ranks(base, piece_counts(HINDI, gpt2._pat_str)[0], 800)
     assert added == 800
     assert all(ranks[token] == rank for token, rank in gpt2._mergeable_ranks.items())
     new = sorted(rank for rank in ranks.values() if rank >= base.next_id)
@@ -61,4 +62,18 @@ def test_pieces_counted_by_the_counting_children_are_those_a_regex_finds():
     for pattern, floor in ((load_reference("gpt2")._pat_str, 1), (SUPERWORD_SPLIT, 2)):
         expected = Counter(piece.encode() for text in texts for piece in regex.findall(pattern, text))
         expected = Counter({piece: n for piece, n in expected.items() if n >= floor})
-        assert piece_counts(texts, pattern, floor, processes=2) == expected
+        counts, pruned = piece_counts(texts, pattern, floor, processes=2)
+        assert Counter(dict(pieces_of(counts))) == expected
+        assert pruned.kept == len(expected) and pruned.threshold == floor
+
+
+def test_spans_past_the_budget_keep_those_seen_at_least_the_threshold_reached_and_say_so():
+    from tokenmill.jobs.extension import SUPERWORD_SPLIT
+
+    texts = HINDI[:300]
+    everything, _ = piece_counts(texts, SUPERWORD_SPLIT, 2, processes=2)
+    squeezed, pruned = piece_counts(texts, SUPERWORD_SPLIT, 2, processes=2, budget=4_000)
+    assert pruned.raised and pruned.threshold > 2 and pruned.dropped > 0 and 0 < pruned.record()["dropped_share"] < 1
+    kept = dict(pieces_of(squeezed))
+    assert kept == {piece: n for piece, n in pieces_of(everything) if n >= pruned.threshold}
+    assert pruned.kept == len(kept) and cost(len(kept), sum(map(len, kept))) <= 4_000

@@ -18,8 +18,7 @@ Unigram bases, and filling a base's reserved special tokens.
 """
 
 import uuid
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +32,8 @@ from tokenmill.jobs.sentencepiece_extension import MODEL_FILE, sentencepiece_spe
 from tokenmill.models import Corpus, Team, TokenizerVersion
 from tokenmill.store import ObjectStore
 from tokenmill.training.export import TIKTOKEN_FILE, manifest_of, sha256
-from tokenmill.training.merge_learner import learn_merges_from
+from tokenmill.training.merge_learner import added_up, learn_merges_from
+from tokenmill.training.pruning import Counts, Pruned, fitted
 from tokenmill.training.spec import BaseSpec, TrainingSpec
 from tokenmill.training.tiktoken_format import parse_rank_file, rank_file
 from tokenmill.training.version_files import TrainedFiles
@@ -103,23 +103,29 @@ def _version_encoding(store: ObjectStore, row: TokenizerVersion) -> tiktoken.Enc
                              special_tokens=manifest["special_tokens"])
 
 
-def piece_counts(texts: Iterable[str], pattern: str, floor: int = 1, processes: int | None = None) -> Counter[bytes]:
+def piece_counts(texts: Iterable[str], pattern: str, floor: int = 1, processes: int | None = None,
+                 budget: int | None = None) -> tuple[Counts, Pruned]:
     """The pieces of the texts split by `pattern` (a base's regex, as tiktoken splits; or
-    SUPERWORD_SPLIT's spans) seen at least `floor` times, counted by the counting children of
-    `library: tokenmill` (every core, `training_processes`), the copies of a piece that several
-    children counted added up before the floor is applied."""
+    SUPERWORD_SPLIT's spans) counted by the counting children of `library: tokenmill` (every
+    core, `training_processes`), each distinct piece once with the copies several children
+    counted added up (as arrays: no dictionary of pieces); those seen at least `floor` times,
+    or more if that is what fits `budget` bytes of the learner's memory (tokenmill.training.pruning)."""
     from tokenmill.settings import get_settings
     from tokenmill.training.with_tokenmill import counted_in_children
 
     lengths, seen, data = counted_in_children(pattern, None, texts, processes or get_settings().training_processes)
-    counts: Counter[bytes] = Counter()
+    return fitted(added_up(lengths, seen, data), floor, budget)
+
+
+def pieces_of(counts: Counts) -> Iterator[tuple[bytes, int]]:
+    """Each piece of the arrays, with its count."""
+    lengths, seen, data = counts
     ends = np.cumsum(lengths)
-    for length, end, count in zip(lengths.tolist(), ends.tolist(), seen.tolist()):
-        counts[data[end - length:end].tobytes()] += count
-    return Counter({piece: count for piece, count in counts.items() if count >= floor}) if floor > 1 else counts
+    for length, end, count in zip(lengths.tolist(), ends.tolist(), seen.tolist(), strict=True):
+        yield data[end - length:end].tobytes(), count
 
 
-def extended_ranks(base: Base, counts: Counter[bytes], merges: int) -> tuple[dict[bytes, int], int]:
+def extended_ranks(base: Base, counts: Counts, merges: int) -> tuple[dict[bytes, int], int]:
     """The base's ranks and the new tokens (at most `merges`), and how many were added. Each
     piece (a base regex's piece, or a superword span) is segmented by the base's ranks alone, as
     tiktoken encodes a piece its split regex gave: the learner starts from what the files will
@@ -129,7 +135,7 @@ def extended_ranks(base: Base, counts: Counter[bytes], merges: int) -> tuple[dic
     def segmented(piece: bytes) -> list[int]:
         return list(encoding._encode_single_piece(piece))
 
-    pieces = [(segmented(piece), count) for piece, count in counts.items()]
+    pieces = [(segmented(piece), count) for piece, count in pieces_of(counts)]
     symbols = np.fromiter((i for ids, _ in pieces for i in ids), dtype=np.int32)
     lengths = np.fromiter((len(ids) for ids, _ in pieces), dtype=np.int64, count=len(pieces))
     weights = np.fromiter((count for _, count in pieces), dtype=np.int64, count=len(pieces))
@@ -152,7 +158,7 @@ def extension_files(spec: TrainingSpec, base: Base, texts: Iterable[str], report
     """Every file of the extended version, manifest included; the base goes into `lineage`."""
     assert spec.base is not None and spec.base.vocab_size is not None
     report("counting", 0.0, force=True)
-    counts = piece_counts(texts, base.encoding._pat_str)
+    counts, _ = piece_counts(texts, base.encoding._pat_str)
     report("training", 0.5, force=True)
     ranks, added = extended_ranks(base, counts, spec.vocab_size - spec.base.vocab_size)
     report("exporting", 0.82, force=True)
@@ -169,11 +175,13 @@ SUPERWORD_SPLIT = r"[^\r\n\p{P}\p{S}]+|[\p{P}\p{S}]+|[\r\n]+"
 
 
 def superword_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], report: Report,
-                    lineage: dict[str, Any], regex_seconds: float) -> TrainedFiles:
+                    lineage: dict[str, Any], regex_seconds: float, budget: int | None = None) -> TrainedFiles:
     """SuperBPE: the merges up to `transition_vocab_size` as a plain job learns them (stage 1),
     then merges across whitespace learned on the spans of SUPERWORD_SPLIT, each first segmented
-    by stage 1's tokenizer; spans seen fewer than max(2, min_frequency) times are left out.
-    Every stage-1 token keeps its id; the files split text by the spans' regex."""
+    by stage 1's tokenizer; spans seen fewer than max(2, min_frequency) times are left out, and
+    more if the rest would not fit `budget` bytes of the learner's memory (the threshold reached
+    goes into the lineage's `pruned`, and the version's notes). Every stage-1 token keeps its id;
+    the files split text by the spans' regex."""
     import json
 
     from tokenmill.training.mixtures import Drawn
@@ -190,12 +198,13 @@ def superword_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus
     base = Base(encoding, "stage 1")
     report("counting spans", 0.5, force=True)
     texts = training_texts(store, corpora, drawn=Drawn.of(spec, corpora, lineage))
-    spans = piece_counts(texts, SUPERWORD_SPLIT, floor=max(2, spec.min_frequency))
+    spans, pruned = piece_counts(texts, SUPERWORD_SPLIT, floor=max(2, spec.min_frequency), budget=budget)
+    lineage["pruned"] = pruned.record()
     report("training superwords", 0.65, force=True)
     ranks, added = extended_ranks(base, spans, spec.vocab_size - stage1.vocab_size)
     report("exporting", 0.82, force=True)
     imported = imported_files(rank_file(ranks), SUPERWORD_SPLIT, dict(encoding._special_tokens))
-    lineage["superword"] = {"transition_vocab_size": stage1.vocab_size, "merges_added": added, "spans": len(spans),
+    lineage["superword"] = {"transition_vocab_size": stage1.vocab_size, "merges_added": added, "spans": pruned.kept,
                             "split": SUPERWORD_SPLIT, "stage1_split": encoding._pat_str}
     files = dict(imported.files)
     files["manifest.json"] = manifest_of(spec.model_dump(), lineage, files, imported.tiktoken)

@@ -135,8 +135,10 @@ def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job:
             trained = _extended(factory, store, job, spec, texts, report, info)
         elif spec.superword is not None:  # SuperBPE: a second stage of merges across whitespace
             from tokenmill.jobs.extension import superword_files
+            from tokenmill.training.pruning import learner_budget
 
-            trained = superword_files(spec, store, corpora, report, info, limits.regex_seconds)
+            trained = superword_files(spec, store, corpora, report, info, limits.regex_seconds,
+                                      learner_budget(limits.max_memory))
         else:
             trained = train_version_files(spec, store, corpora, report, info, counting,
                                           regex_seconds=limits.regex_seconds)

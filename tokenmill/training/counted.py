@@ -44,7 +44,7 @@ from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.store import ObjectStore
 from tokenmill.training import piece_counts, spills
 from tokenmill.training.mixtures import Drawn, repeated_positions, without_positions
-from tokenmill.training.pruning import Counts, gathered
+from tokenmill.training.pruning import Counts, gathered, learner_budget
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, WorkLimits, fail
@@ -53,7 +53,6 @@ from tokenmill.work.progress import Report
 log = logging.getLogger(__name__)
 
 DONE = "done"
-LEARNER_SHARE = 0.8  # of the memory the job's cap leaves this process when the counts are merged
 TOUCH_SECONDS = 2.0  # a claimed part's row is touched this often while it is counted
 Dispatch = Callable[[uuid.UUID, int, str, int], None]  # (job, attempt, prefix, how many helpers)
 
@@ -112,7 +111,7 @@ def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
     weights = drawn.weights(part.corpus for part in parts) if drawn is not None else [1.0] * len(parts)
     counted = spills.merged([spills.weighted(spills.records(store.iter_chunks(key, spills.SPILL_READ)), weight)
                              for key, weight in zip(keys, weights)])
-    arrays, pruned = gathered(counted, spec.min_frequency, _learner_budget(counting.limits))
+    arrays, pruned = gathered(counted, spec.min_frequency, learner_budget(counting.limits.max_memory))
     lineage["pruned"] = pruned.record()
     if pruned.raised:
         log.warning("job %s: the merged counts kept pieces seen %d times or more to fit the job's memory "
@@ -160,13 +159,6 @@ class _Numbered:
         for document in self.documents:
             self.count += 1
             yield document
-
-
-def _learner_budget(limits: WorkLimits) -> int | None:
-    """What the merged counts may take of the job's memory cap: most of what this process does not hold yet."""
-    if limits.max_memory is None:
-        return None
-    return int(LEARNER_SHARE * max(limits.max_memory - psutil.Process().memory_info().rss, 0))
 
 
 def _learn(spec: TrainingSpec, counts: Counts, report: Report) -> tuple[Tokenizer, dict[str, bytes]]:

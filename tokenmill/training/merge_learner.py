@@ -71,23 +71,32 @@ def learn_merges_of(data: npt.NDArray[np.uint8], lengths: Int64s, counts: Int64s
     its copies are added up first, which changes nothing but the memory and time the learning
     takes (pair counts are sums either way)."""
     usable = (lengths >= 2) & (counts > 0)  # a single byte holds no pair
-    data, lengths = data[np.repeat(usable, lengths)], lengths[usable].astype(np.int64)
-    counts = counts[usable].astype(np.int64)  # a copy, added up into below
+    lengths, counts, data = added_up(lengths[usable], counts[usable], data[np.repeat(usable, lengths)])
+    symbols = data.astype(np.int32)
+    del data
     starts = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=starts[1:])
-    order = np.lexsort((lengths, _hashes(data, starts)))  # copies of a piece side by side
-    firsts = _first_copies(data, starts, order, counts)  # their counts added up into the first
-    symbols = data[np.repeat(firsts, lengths)].astype(np.int32)
-    del data
-    kept_starts = np.zeros(int(firsts.sum()) + 1, dtype=np.int64)
-    np.cumsum(lengths[firsts], out=kept_starts[1:])
-    merged = _learn(symbols, kept_starts, np.ascontiguousarray(counts[firsts]), max(merges, 0), BYTES)
+    merged = _learn(symbols, starts, counts, max(merges, 0), BYTES)
     tokens = [bytes([byte]) for byte in range(BYTES)]
     pairs = []
     for left, right in merged:
         pairs.append((tokens[left], tokens[right]))
         tokens.append(tokens[left] + tokens[right])
     return pairs
+
+
+def added_up(lengths: Int64s, counts: Int64s,
+             data: npt.NDArray[np.uint8]) -> tuple[Int64s, Int64s, npt.NDArray[np.uint8]]:
+    """Pieces given as arrays (each one's length and count, their bytes end to end), each distinct
+    piece once with its copies' counts added up; in no particular order, with no dictionary of
+    pieces held meanwhile (hashed, sorted, compared byte for byte)."""
+    lengths = lengths.astype(np.int64)
+    counts = counts.astype(np.int64)  # a copy, added up into below
+    starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    order = np.lexsort((lengths, _hashes(data, starts)))  # copies of a piece side by side
+    firsts = _first_copies(data, starts, order, counts)  # their counts added up into the first
+    return lengths[firsts], np.ascontiguousarray(counts[firsts]), data[np.repeat(firsts, lengths)]
 
 
 def learn_merges_from(symbols: Int32s, lengths: Int64s, counts: Int64s, first_id: int,

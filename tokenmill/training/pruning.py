@@ -1,4 +1,4 @@
-"""Merged counts gathered within a memory budget (`counting: distributed`).
+"""Merged counts gathered within a memory budget (`counting: distributed`; superword spans).
 
 What must fit the job's memory is not the corpus but the distinct pieces the learner reads
 (tokenmill.training.merge_learner holds about `PIECE_BYTES` a piece and `BYTE_BYTES` a byte of
@@ -10,6 +10,7 @@ threshold reached. Since the threshold only rises, what is left is exactly the p
 least the final threshold times: the pruning a run with that `min_frequency` would make,
 whatever the order of the pieces. `Pruned` says what it cost: the threshold, the pieces dropped
 and their share of all occurrences. Only when a single piece's worth cannot fit does it fail.
+`fitted` applies the same rule to counts already held as arrays (SuperBPE's spans).
 """
 
 from array import array
@@ -19,9 +20,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import psutil
 
 from tokenmill.errors import TokenmillError
 
+LEARNER_SHARE = 0.8  # of the memory the job's cap leaves its process when the counts are gathered
 PIECE_BYTES = 110  # the learner's memory a distinct piece (its arrays, hashes, pair tables)
 BYTE_BYTES = 24  # and a byte of it
 Counts = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]  # lengths, counts, bytes
@@ -48,6 +51,14 @@ class Pruned:
         return {"threshold": self.threshold, "min_frequency": self.min_count, "raised": self.raised,
                 "pieces_kept": self.kept, "pieces_dropped": self.dropped,
                 "dropped_share": round(self.dropped_occurrences / max(self.occurrences, 1), 6)}
+
+
+def learner_budget(max_memory: int | None) -> int | None:
+    """What the gathered counts may take of a job's memory cap (None: no cap): most of what this
+    process does not hold yet."""
+    if max_memory is None:
+        return None
+    return int(LEARNER_SHARE * max(max_memory - psutil.Process().memory_info().rss, 0))
 
 
 def cost(pieces: int, data_bytes: int) -> int:
@@ -88,6 +99,27 @@ class _Kept:
         return dropped, occurrences
 
 
+def fitted(counts: Counts, min_count: int, budget: int | None) -> tuple[Counts, Pruned]:
+    """`gathered` of counts already held as arrays (each distinct piece once): the pieces seen at
+    least `min_count` times, the threshold doubled until they fit `budget` (None: no budget)."""
+    lengths, seen, data = counts
+    pruned = Pruned(threshold=max(min_count, 1), min_count=max(min_count, 1), occurrences=int(seen.sum()))
+    keep = seen >= pruned.threshold
+    while budget is not None and cost(int(keep.sum()), int(lengths[keep].sum())) > budget:
+        if keep.sum() <= 1:
+            raise _over_budget(budget, pruned.threshold)
+        pruned.threshold *= 2
+        keep = seen >= pruned.threshold
+    pruned.kept, pruned.dropped = int(keep.sum()), int((~keep).sum())
+    pruned.dropped_occurrences = int(seen[~keep].sum())
+    return (lengths[keep], seen[keep], data[np.repeat(keep, lengths)]), pruned
+
+
+def _over_budget(budget: int, threshold: int) -> TokenmillError:
+    return TokenmillError(f"the merged counts do not fit the job's memory ({budget >> 20} MiB for the "
+                          f"learner) even keeping only pieces seen {threshold:,} times or more")
+
+
 def gathered(counted: Iterable[tuple[bytes, int]], min_count: int, budget: int | None) -> tuple[Counts, Pruned]:
     """The pieces seen at least `min_count` times, or more if that is what fits `budget` bytes
     of the learner's memory (None: no budget), as arrays; and what was left out."""
@@ -102,8 +134,7 @@ def gathered(counted: Iterable[tuple[bytes, int]], min_count: int, budget: int |
         kept.add(piece, count)
         while budget is not None and kept.cost() > budget:
             if len(kept.lengths) <= 1:
-                raise TokenmillError(f"the merged counts do not fit the job's memory ({budget >> 20} MiB for the "
-                                     f"learner) even keeping only pieces seen {pruned.threshold:,} times or more")
+                raise _over_budget(budget, pruned.threshold)
             pruned.threshold *= 2
             dropped, occurrences = kept.keep_at_least(pruned.threshold)
             pruned.dropped += dropped

@@ -30,12 +30,13 @@ from benchmarks.train_speed import corpus_with_held_out, high_water_kib, tree_pe
 KEY = "corpora/bench/corpus"
 
 
-def child(root: Path, kind: str, vocab: int, transition: float, held_out: str) -> dict:
+def child(root: Path, kind: str, vocab: int, transition: float, held_out: str, cap_mib: int) -> dict:
     from tokenizers import Tokenizer
 
     from tokenmill.jobs.extension import superword_files
     from tokenmill.models import Corpus
     from tokenmill.store import LocalStore
+    from tokenmill.training.pruning import learner_budget
     from tokenmill.training.spec import resolve_spec
     from tokenmill.training.version_files import train_version_files
 
@@ -50,9 +51,11 @@ def child(root: Path, kind: str, vocab: int, transition: float, held_out: str) -
         marks.setdefault(stage, time.monotonic() - started)
 
     raw = {"library": "tokenmill", "vocab_size": vocab}
+    lineage: dict = {}
     if kind == "superword":
         raw["superword"] = {"transition_vocab_size": int(transition * vocab)}
-        files = superword_files(resolve_spec(raw), store, [corpus], report, {}, regex_seconds=10.0)
+        files = superword_files(resolve_spec(raw), store, [corpus], report, lineage, regex_seconds=10.0,
+                                budget=learner_budget(cap_mib * 2**20 if cap_mib else None))
     else:
         files = train_version_files(resolve_spec(raw), store, [corpus], report, {})
     seconds = time.monotonic() - started
@@ -60,7 +63,7 @@ def child(root: Path, kind: str, vocab: int, transition: float, held_out: str) -
     text = Path(held_out).read_text(encoding="utf-8")
     tokens = sum(len(encoding.ids) for encoding in tokenizer.encode_batch(text.splitlines()))
     return {"seconds": seconds, "stage1": marks.get("counting spans", seconds), "vocab": files.vocab_size,
-            "bytes_per_token": len(text.encode()) / max(tokens, 1)}
+            "bytes_per_token": len(text.encode()) / max(tokens, 1), "pruned": lineage.get("pruned")}
 
 
 def run(*args: str) -> dict:
@@ -77,16 +80,19 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, nargs="+", default=[32000, 64000])
     parser.add_argument("--transition", type=float, default=0.8, help="stage 1's share of the vocabulary")
     parser.add_argument("--held-out-mb", type=float, default=2)
+    parser.add_argument("--cap-mib", type=int, nargs="*", default=[],
+                        help="SuperBPE again with the spans kept within a job's memory cap of this many MiB")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        root, kind, vocab, transition, held_out = args.child
-        out = child(Path(root), kind, int(vocab), float(transition), held_out)
+        root, kind, vocab, transition, held_out, cap_mib = args.child
+        out = child(Path(root), kind, int(vocab), float(transition), held_out, int(cap_mib))
         out["peak_kib"] = high_water_kib()
         print(json.dumps(out))
         return
-    print("| corpus | vocab | kind | stage 1 s | stage 2 s | wall s | peak RSS MiB | held-out bytes/token | tokens vs plain |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| corpus | vocab | kind | stage 1 s | stage 2 s | wall s | peak RSS MiB | held-out bytes/token | tokens vs plain "
+          "| spans kept (threshold) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for mb in args.mb:
         with tempfile.TemporaryDirectory() as folder:
             root = Path(folder)
@@ -94,13 +100,16 @@ def main() -> None:
             corpus_with_held_out(root / KEY, root / "held_out.txt", mb, args.held_out_mb)
             for vocab in args.vocab:
                 plain = None
-                for kind in ("plain", "superword"):
-                    out = run(folder, kind, str(vocab), str(args.transition), str(root / "held_out.txt"))
+                for kind, cap in (("plain", 0), ("superword", 0), *(("superword", cap) for cap in args.cap_mib)):
+                    out = run(folder, kind, str(vocab), str(args.transition), str(root / "held_out.txt"), str(cap))
                     plain = plain or out
                     stage2 = out["seconds"] - out["stage1"] if kind == "superword" else 0.0
-                    print(f"| {mb:g} MB | {vocab:,} | {kind} | {out['stage1']:.1f} | {stage2:.1f} | {out['seconds']:.1f} | "
+                    pruned = out["pruned"]
+                    kept = f"{pruned['pieces_kept']:,} ({pruned['threshold']})" if pruned else "—"
+                    label = f"{kind}, cap {cap} MiB" if cap else kind
+                    print(f"| {mb:g} MB | {vocab:,} | {label} | {out['stage1']:.1f} | {stage2:.1f} | {out['seconds']:.1f} | "
                           f"{out['peak_mib']:.0f} | {out['bytes_per_token']:.3f} | "
-                          f"{plain['bytes_per_token'] / out['bytes_per_token']:.3f}× |", flush=True)
+                          f"{plain['bytes_per_token'] / out['bytes_per_token']:.3f}× | {kept} |", flush=True)
 
 
 if __name__ == "__main__":

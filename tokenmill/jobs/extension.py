@@ -18,6 +18,7 @@ Unigram bases, and filling a base's reserved special tokens.
 """
 
 import uuid
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -132,14 +133,14 @@ def extended_ranks(base: Base, counts: Counts, merges: int) -> tuple[dict[bytes,
     do, so every new token is what byte-pair encoding by rank makes of its own bytes."""
     encoding = base.encoding
 
-    def segmented(piece: bytes) -> list[int]:
-        return list(encoding._encode_single_piece(piece))
-
-    pieces = [(segmented(piece), count) for piece, count in pieces_of(counts)]
-    symbols = np.fromiter((i for ids, _ in pieces for i in ids), dtype=np.int32)
-    lengths = np.fromiter((len(ids) for ids, _ in pieces), dtype=np.int64, count=len(pieces))
-    weights = np.fromiter((count for _, count in pieces), dtype=np.int64, count=len(pieces))
-    learned = learn_merges_from(symbols, lengths, weights, base.next_id, merges)
+    symbols, lengths = array("i"), array("q")  # each piece's ids end to end, and how many: no list a piece
+    for piece, _ in pieces_of(counts):
+        ids = encoding._encode_single_piece(piece)
+        symbols.extend(ids)
+        lengths.append(len(ids))
+    learned = learn_merges_from(np.frombuffer(symbols, dtype=np.int32), np.frombuffer(lengths, dtype=np.int64),
+                                counts[1], base.next_id, merges)
+    del symbols, lengths
     ranks = dict(encoding._mergeable_ranks)
     tokens = {rank: token for token, rank in ranks.items()}
     added = 0

@@ -31,7 +31,7 @@ def main() -> None:
         seconds = time.perf_counter() - started
         names = sorted(version_contents(spec, tokenizer, extra, {}))
         lossless = sum(tokenizer.decode(tokenizer.encode(t, add_special_tokens=False).ids) == t for t in TORTURE)
-        shown = {k: v for k, v in combination.spec.items()}
+        shown = dict(combination.spec.items())
         print(f"| {combination.name} | `{shown}` | {', '.join(names)} | {lossless}/{len(TORTURE)} | {seconds:.2f} s |",
               flush=True)
 

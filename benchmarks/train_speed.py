@@ -32,6 +32,7 @@ files again, so a 500 MB corpus has 100 MB's distinct pieces, each counted about
 """
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -163,10 +164,8 @@ def tree_peak_kib(process: subprocess.Popen, every: float = 0.1) -> int:
 
     engine, peak = psutil.Process(process.pid), 0
     while process.poll() is None:
-        try:
+        with contextlib.suppress(psutil.Error):  # a child ended between the listing and the reading
             peak = max(peak, sum(p.memory_info().rss for p in (engine, *engine.children(recursive=True))) // 1024)
-        except psutil.Error:
-            pass  # a child ended between the listing and the reading
         time.sleep(every)
     return peak
 

@@ -71,7 +71,7 @@ async def _client(host: str, port: int, request: bytes, deadline: float, outcome
                 reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT)
             writer.write(request)
             status, keep = await asyncio.wait_for(_response(reader), max(deadline - started, 0) + 30)
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError):
+        except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError):
             outcome.errors += 1
             writer = _close(writer)
             continue

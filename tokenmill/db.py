@@ -122,6 +122,5 @@ def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
 @contextmanager
 def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session that commits when the block ends cleanly and rolls back otherwise."""
-    with factory() as session:
-        with session.begin():
-            yield session
+    with factory() as session, session.begin():
+        yield session

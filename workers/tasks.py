@@ -105,7 +105,7 @@ def train(self, job_id: str) -> str:
         return run_next_job(factory, store, uuid.UUID(job_id), WorkLimits.of(settings), helpers, self.request.id,
                             sender(train, "job_id"))
     except (TransientError, *TRANSIENT) as exc:  # the claim itself may find the database away
-        raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries))
+        raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries)) from exc
 
 
 @app.task(name=task_names.COUNT_PARTS, ignore_result=True)
@@ -125,7 +125,7 @@ def evaluate(self, run_id: str) -> str:
         return run_next_evaluation(factory, store, uuid.UUID(run_id), WorkLimits.of(get_settings()), self.request.id,
                                    sender(evaluate, "run_id"))
     except (TransientError, *TRANSIENT) as exc:
-        raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries))
+        raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries)) from exc
 
 
 @app.task(name=task_names.STATISTICS, base=LimitedTask, bind=True, ignore_result=True)

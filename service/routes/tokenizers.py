@@ -45,7 +45,7 @@ BINARY = {"schema": {"type": "string", "format": "binary"}}
 BUNDLE = {200: {"description": "every file of the version under a folder named for it",
                 "content": {"application/gzip": BINARY}}}
 FILE = {200: {"description": "one file of the version",
-              "content": {media: BINARY for media in (*MEDIA_TYPES.values(), "application/octet-stream")}}}
+              "content": dict.fromkeys((*MEDIA_TYPES.values(), "application/octet-stream"), BINARY)}}
 
 
 @router.get("", response_model=Listing[TokenizerOut])

@@ -65,7 +65,7 @@ def advice(store: ObjectStore, spec: dict[str, Any], corpora: Sequence[Corpus]) 
         return [Advice("warn", f"As it stands the job would be refused: {chosen.detail}", "refused")]
     notes = [summary(chosen, spec, corpora)]
     if not corpora:
-        return notes + [Advice("warn", "Tick at least one corpus to train on.", "corpora")]
+        return [*notes, Advice("warn", "Tick at least one corpus to train on.", "corpora")]
     notes += vocabulary(chosen, corpora)
     notes += alphabet(chosen)
     notes += parity(chosen, corpora)

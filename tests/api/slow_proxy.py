@@ -4,6 +4,7 @@ tests/faults/proxy.py cuts a service off; this one keeps it answering, at `rate`
 second in each direction of each connection.
 """
 
+import contextlib
 import socket
 import threading
 import time
@@ -47,8 +48,6 @@ class SlowProxy:
             pass
         finally:
             for sock in (source, sink):
-                try:
+                with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
                 sock.close()

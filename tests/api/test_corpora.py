@@ -32,7 +32,7 @@ def test_upload_counts_and_hashes_a_real_corpus(api, store):
 
 
 def test_gzip_and_zstd_are_recognised_by_content(api):
-    text = "uno dos tres\ncuatro cinco\n".encode()
+    text = b"uno dos tres\ncuatro cinco\n"
     plain = upload(api, text).json()
     for packed in (gzip.compress(text[:10]) + gzip.compress(text[10:]), zstandard.ZstdCompressor().compress(text)):
         corpus = upload(api, packed).json()

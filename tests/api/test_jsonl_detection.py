@@ -67,9 +67,9 @@ def test_json_lines_without_format_or_name_are_refused_naming_format(api, store,
 def test_the_refusal_holds_whether_the_file_streams_or_is_spooled(api, store, before):
     keys = stored_keys(store)
     fields = form(FIELDS)
-    response = post(api, body(fields[:before] + [("file", ROWS, "rows")] + fields[before:]))
+    response = post(api, body([*fields[:before], ("file", ROWS, "rows"), *fields[before:]]))
     assert response.status_code == 422 and response.json()["field"] == "format", response.text
-    named = post(api, body(fields[:before] + [("file", ROWS, "rows.jsonl")] + fields[before:]))
+    named = post(api, body([*fields[:before], ("file", ROWS, "rows.jsonl"), *fields[before:]]))
     assert named.status_code == 201 and named.json()["format"] == "jsonl", named.text
     assert len(stored_keys(store) - keys) == 1
 

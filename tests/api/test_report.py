@@ -156,7 +156,7 @@ def test_the_fixed_texts_are_cut_by_the_versions_own_tokenizer_and_by_tiktoken(r
 
 
 def test_ghost_tokens_add_up_over_the_corpora(report, priced):
-    g1, g2, g3, g4, byte = priced["ghosts"]
+    g1, g2, _g3, g4, _byte = priced["ghosts"]
     ghosts = report["ghost_tokens"]
     assert ghosts["clip"] == 3
     mine = ghosts["subjects"]["version"]

@@ -32,7 +32,7 @@ def test_a_file_of_several_megabytes_streams_in_pieces_and_counts(api):
     # Three and a half pieces, multi-byte characters and lines cut across them by the client's chunks.
     line = "streamed 日本語 text\u3000with spaces\r\n".encode()
     data = line * (3_600_000 // len(line))
-    corpus = post(api, body(form(FIELDS) + [("file", data, "big.txt")])).json()
+    corpus = post(api, body([*form(FIELDS), ("file", data, "big.txt")])).json()
     assert corpus["sha256"] == hashlib.sha256(data).hexdigest() and corpus["bytes"] == len(data)
     lines = data.decode().splitlines()
     assert (corpus["lines"], corpus["words"], corpus["characters"]) == (
@@ -44,26 +44,26 @@ def test_fields_after_the_file_are_read_once_it_is_spooled(api, before):
     # curl -F file=@corpus.jsonl -F name=... : the file first, so it waits on disk for its fields.
     data = b'{"body": "one two"}\n\n{"body": "three"}\n' * 50_000  # past a megabyte: on disk
     fields = form({**FIELDS, "format": "jsonl", "text_field": "body"})
-    corpus = post(api, body(fields[:before] + [("file", data, "c.jsonl")] + fields[before:])).json()
+    corpus = post(api, body([*fields[:before], ("file", data, "c.jsonl"), *fields[before:]])).json()
     assert (corpus["lines"], corpus["words"], corpus["format"]) == (100_000, 150_000, "jsonl")
     assert corpus["sha256"] == hashlib.sha256(data).hexdigest()
-    refused = post(api, body(form({"name": "x"}) + [("file", b"a\n", "a")] + form({"domain": "", "language": "en"})))
+    refused = post(api, body([*form({"name": "x"}), ("file", b"a\n", "a"), *form({"domain": "", "language": "en"})]))
     assert refused.status_code == 422 and refused.json()["field"] == "domain"
 
 
 def test_a_compressed_file_and_unknown_fields_before_it_are_fine(api):
     data = b"uno dos\ntres\n"
-    corpus = post(api, body(form({**FIELDS, "comment": "ignored"}) + [("file", gzip.compress(data), "c.gz")])).json()
+    corpus = post(api, body([*form({**FIELDS, "comment": "ignored"}), ("file", gzip.compress(data), "c.gz")])).json()
     assert (corpus["lines"], corpus["words"], corpus["sha256"]) == (2, 3, hashlib.sha256(data).hexdigest())
 
 
 @pytest.mark.parametrize(("parts", "field"), [
     (form(FIELDS), "file"),  # no file at all
-    (form(FIELDS) + [("file", b"text\n", "c.txt"), ("format", b"text", None)], "format"),  # too late to read it
-    (form(FIELDS) + [("file", b"a\n", "a.txt"), ("file", b"b\n", "b.txt")], "file"),
-    (form({**FIELDS, "name": "n" * (MAX_FIELD_BYTES + 1)}) + [("file", b"a\n", "a.txt")], "name"),
-    ([("domain", b"\xff\xfe", None)] + form({"name": "x", "language": "en"}) + [("file", b"a\n", "a")], "domain"),
-    (form({f"extra{i}": "x" for i in range(MAX_PARTS)}) + [("file", b"a\n", "a.txt")], "body"),
+    ([*form(FIELDS), ("file", b"text\n", "c.txt"), ("format", b"text", None)], "format"),  # too late to read it
+    ([*form(FIELDS), ("file", b"a\n", "a.txt"), ("file", b"b\n", "b.txt")], "file"),
+    ([*form({**FIELDS, "name": "n" * (MAX_FIELD_BYTES + 1)}), ("file", b"a\n", "a.txt")], "name"),
+    ([("domain", b"\xff\xfe", None), *form({"name": "x", "language": "en"}), ("file", b"a\n", "a")], "domain"),
+    ([*form({f"extra{i}": "x" for i in range(MAX_PARTS)}), ("file", b"a\n", "a.txt")], "body"),
 ])
 def test_a_form_out_of_order_or_out_of_bounds_is_refused_naming_the_field(api, store, parts, field):
     keys = stored_keys(store)
@@ -75,7 +75,7 @@ def test_a_form_out_of_order_or_out_of_bounds_is_refused_naming_the_field(api, s
 
 def test_a_body_that_is_not_a_whole_multipart_form_is_refused(api, store):
     keys = stored_keys(store)
-    cut_short = post(api, body(form(FIELDS) + [("file", b"a line\n" * 1000, "c.txt")], close=False))
+    cut_short = post(api, body([*form(FIELDS), ("file", b"a line\n" * 1000, "c.txt")], close=False))
     not_multipart = post(api, b"name=x", "application/x-www-form-urlencoded")
     no_boundary = post(api, body(form(FIELDS)), "multipart/form-data")
     for response in (cut_short, not_multipart, no_boundary):

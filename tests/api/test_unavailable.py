@@ -119,7 +119,7 @@ def no_broker(settings):
 
 
 def test_with_the_broker_down_submissions_are_committed_and_answered_honestly(no_broker, sessionmaker):
-    team, key = make_team(sessionmaker)
+    _team, key = make_team(sessionmaker)
     headers = {"Authorization": f"Bearer {key}"}
     started = time.monotonic()
     corpus = upload(no_broker, headers)
@@ -135,7 +135,7 @@ def test_with_the_broker_down_submissions_are_committed_and_answered_honestly(no
 
 
 def test_with_the_broker_down_the_dashboard_job_form_submits(no_broker, sessionmaker):
-    team, key = make_team(sessionmaker)
+    _team, key = make_team(sessionmaker)
     corpus = upload(no_broker, {"Authorization": f"Bearer {key}"}).json()
     token = sign_in(no_broker, key)
     response = no_broker.post("/jobs/new", data={"csrf_token": token, "tokenizer": "web", "spec.vocab_size": "1000",

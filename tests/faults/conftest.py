@@ -7,6 +7,7 @@ with the defaults. Each scenario records how long its job took to end after the 
 (`build/faults.json`, the README's reliability table).
 """
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -51,10 +52,8 @@ class FaultStack:
         """kill -9 every process the worker's pool runs (the job's, and its shard processes)."""
         children = psutil.Process(self.worker.pid).children(recursive=True)
         for child in children:
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess):
                 child.send_signal(signal.SIGKILL)
-            except psutil.NoSuchProcess:
-                pass
         return len(children)
 
     def start_worker(self, concurrency: int = 1) -> subprocess.Popen:
@@ -73,10 +72,8 @@ def kill_tree(pid: int) -> None:
     except psutil.NoSuchProcess:
         return
     for process in processes:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             process.send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
 
 
 def _port(url: str) -> tuple[str, int]:

@@ -7,7 +7,7 @@ it stops forwarding to them. `cut()` closes every open connection and refuses ne
 
 import socket
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 
 class TcpProxy:
@@ -89,10 +89,8 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
 
 
 def _close(sock: socket.socket) -> None:
-    try:
+    with suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
     sock.close()
 
 

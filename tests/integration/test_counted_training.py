@@ -60,7 +60,7 @@ def _trained(sessionmaker, store, team, corpora, spec, helpers=None) -> dict[str
     with sessionmaker() as session:
         assert session.scalar(select(func.count()).select_from(CountPart).where(CountPart.job_id == job_id)) == 0
         job = session.get_one(TrainingJob, job_id)
-    assert not [o for o in store.list_objects(f"{job_prefix(job)}/counts/")]  # spills are gone
+    assert not list(store.list_objects(f"{job_prefix(job)}/counts/"))  # spills are gone
     return _files(sessionmaker, store, job_id)
 
 

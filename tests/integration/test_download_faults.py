@@ -35,9 +35,9 @@ def client(settings, sessionmaker, store, s3_proxy, tmp_path_factory):
     files = {"tokenizer.json": b'{"small": true}', "big.bin": bytes(range(256)) * (BIG // 256)}
     add_version(sessionmaker, store, team, "files", resolve_spec({}), files, 32000)
     log = tmp_path_factory.mktemp("downloads") / "api.log"
-    with api_process(settings, log, TOKENMILL_S3_ENDPOINT_URL=s3_proxy.url_for(settings.s3_endpoint_url)) as base:
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
-            yield http
+    with (api_process(settings, log, TOKENMILL_S3_ENDPOINT_URL=s3_proxy.url_for(settings.s3_endpoint_url)) as base,
+          httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http):
+        yield http
 
 
 def test_a_whole_file_downloads_when_the_store_answers(client):
@@ -61,14 +61,14 @@ def test_the_store_down_before_the_headers_is_a_503_problem(client, s3_proxy):
 def test_the_store_lost_mid_download_drops_the_connection(client, s3_proxy):
     received = 0
     try:
-        with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
-            with client.stream("GET", "/v1/tokenizers/files/versions/1/files/big.bin") as response:
-                assert response.status_code == 200
-                assert int(response.headers["content-length"]) == BIG
-                for chunk in response.iter_bytes():
-                    received += len(chunk)
-                    if received >= 1024**2:
-                        s3_proxy.cut()  # the API's S3 connection closes after one MiB has reached us
+        with (pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)),
+              client.stream("GET", "/v1/tokenizers/files/versions/1/files/big.bin") as response):
+            assert response.status_code == 200
+            assert int(response.headers["content-length"]) == BIG
+            for chunk in response.iter_bytes():
+                received += len(chunk)
+                if received >= 1024**2:
+                    s3_proxy.cut()  # the API's S3 connection closes after one MiB has reached us
     finally:
         s3_proxy.restore()
     assert 1024**2 <= received < BIG

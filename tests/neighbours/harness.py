@@ -289,9 +289,9 @@ def _job(stack: Stack, key: str, neighbours: Neighbours, victim: Victim, attacke
             answer = victim.timed(victim.others, f"GET {path}", lambda: http.get(path))
             victim.job = answer.json() if answer is not None else victim.job
             polls += 1
-            if give_up_after is not None and polls % 8 == 0 and victim.job["started_at"] is None:
-                if (job_wait(theirs, victim.job)[1] or 0) >= give_up_after:
-                    return  # already more than one slot: the outcome is known
+            if (give_up_after is not None and polls % 8 == 0 and victim.job["started_at"] is None
+                    and (job_wait(theirs, victim.job)[1] or 0) >= give_up_after):
+                return  # already more than one slot: the outcome is known
 
 
 def job_wait(attacker: httpx.Client, job: dict | None) -> tuple[float | None, int | None, int | None]:

@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,10 +107,8 @@ class Stack:
         """kill -9 the worker's pool processes (and theirs); Celery starts new ones."""
         children = self.worker_children()
         for child in children:
-            try:
+            with suppress(psutil.NoSuchProcess):
                 child.kill()
-            except psutil.NoSuchProcess:
-                pass
         return len(children)
 
     def worker_idle(self) -> bool:

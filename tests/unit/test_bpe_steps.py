@@ -8,6 +8,7 @@ gives the loop that learns the rest (its widget counts 16 merges). `article_merg
 that loop, as printed there, run as the oracle.
 """
 
+import itertools
 import json
 from collections import Counter
 
@@ -36,7 +37,7 @@ def article_merges(limit: int = 100) -> list[tuple[str, str]]:
     def pair_counts(vocab):
         pairs = Counter()
         for word, freq in vocab.items():
-            for a, b in zip(word, word[1:]):
+            for a, b in itertools.pairwise(word):
                 pairs[(a, b)] += freq
         return pairs
 

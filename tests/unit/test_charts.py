@@ -1,5 +1,6 @@
 """The dashboards' SVG charts and the fertility page's arithmetic: scales, ticks, escaping, regressions."""
 
+import itertools
 import math
 import xml.etree.ElementTree as ET
 
@@ -42,7 +43,7 @@ def test_nice_steps_are_one_two_or_five_times_a_power_of_ten(span, step):
 def test_linear_domain_starts_and_ends_on_ticks_around_the_data():
     lo, hi, ticks = linear_domain(1.23, 2.87)
     assert lo <= 1.23 and hi >= 2.87 and ticks[0] == lo and ticks[-1] == hi
-    assert all(b > a for a, b in zip(ticks, ticks[1:]))
+    assert all(b > a for a, b in itertools.pairwise(ticks))
     lo, hi, _ = linear_domain(2.0, 2.0)  # one value still gets a visible range
     assert lo < 2.0 < hi
 

@@ -1,5 +1,6 @@
 """Encoders: tiktoken spans and ids agree with tokenizers; truncated curves; the fallback rule."""
 
+import itertools
 import json
 
 import numpy as np
@@ -23,7 +24,7 @@ def bytebpe_files():
 def test_tiktoken_engine_gives_the_same_metrics_as_tokenizers(bytebpe_files):
     slow, fast = version_encoders("v", bytebpe_files, json.loads(bytebpe_files["manifest.json"]))
     assert fast is not None
-    held_out = lines(100, offset=500) + ["tab\tand  spaces", "emoji 👋🏽 and 東京", "<|endoftext|> is text here"]
+    held_out = [*lines(100, offset=500), "tab\tand  spaces", "emoji 👋🏽 and 東京", "<|endoftext|> is text here"]
     assert fast.encode(held_out) == slow.encode(held_out)
     assert proven_encoder(slow, fast, held_out) is fast
     # Character spans computed from byte lengths match tokenizers' own offsets, batch-wide.
@@ -42,10 +43,10 @@ def test_a_fast_encoder_that_disagrees_is_not_used(bytebpe_files):
 def test_reference_spans_cover_the_text_in_order():
     encoder = reference_encoder("cl100k_base")
     text = "El niño juega 東京 👋🏽 ok"
-    ids, spans = encoder.encode_batch(["first line", text]).line(1)
+    _ids, spans = encoder.encode_batch(["first line", text]).line(1)
     assert spans[0][0] == 0 and spans[-1][1] == len(text)
     # Ordered, overlapping only where one character is split into several tokens, covering every character.
-    assert all(a[0] <= b[0] and b[0] >= a[1] - 1 for a, b in zip(spans, spans[1:]))
+    assert all(a[0] <= b[0] and b[0] >= a[1] - 1 for a, b in itertools.pairwise(spans))
     assert set().union(*(range(s, e) for s, e in spans)) == set(range(len(text)))
     split = [(s, e) for s, e in spans if spans.count((s, e)) > 1]
     assert split and all(e - s == 1 and len(text[s].encode()) > 1 for s, e in split)
@@ -89,7 +90,7 @@ def test_sentencepiece_engine_matches_its_tokenizer_json(algorithm, monkeypatch)
     # Also a word at a time (tokenmill.evaluation.word_cache), to be proven on each corpus.
     assert fast is not None and fast.encoded_by == "sentencepiece+word cache"
     reference = TokenizersEncoder("spm", Tokenizer.from_str(result.tokenizer_json))
-    held_out = lines(60, offset=500) + ["tabs\tand  spaces ", "  leading", "emoji 👋🏽 and 東京", "ascii only"]
+    held_out = [*lines(60, offset=500), "tabs\tand  spaces ", "  leading", "emoji 👋🏽 and 東京", "ascii only"]
     theirs = measure(reference, held_out)
     assert theirs.pop("encoded_by") == "tokenizers"
     for encoder in [engine] + [fast] * (fast is not None):

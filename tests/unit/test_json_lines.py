@@ -45,7 +45,7 @@ def test_nesting_is_refused_past_the_cap_exactly_whatever_the_interpreter_allows
 
 def test_brackets_inside_strings_are_text():
     code = "[" * 100_000 + "{" * 100_000
-    assert read('{"text": "%s"}' % code) == code
+    assert read(f'{{"text": "{code}"}}') == code
 
 
 def test_a_million_digit_integer_is_refused_at_once():

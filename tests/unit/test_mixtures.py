@@ -50,7 +50,7 @@ def test_temperature_one_is_the_raw_mix_and_zero_gives_every_language_the_same_b
     assert raw == pytest.approx({language: float(size) for language, size in SIZES.items()})
     uniform = trained_bytes(MixtureSpec(language_temperature=0))
     total = sum(SIZES.values())
-    assert uniform == pytest.approx({language: total / 4 for language in SIZES})
+    assert uniform == pytest.approx(dict.fromkeys(SIZES, total / 4))
 
 
 def test_a_temperature_between_flattens_the_mix_in_proportion_to_size_to_the_power():

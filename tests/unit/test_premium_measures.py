@@ -46,7 +46,7 @@ def test_corpora_whose_lines_do_not_align_get_the_corpus_level_premium_only_when
 
 
 def test_the_detailed_language_tax_carries_tokens_and_measures(pairs):
-    corpora, evaluated = pairs
+    _corpora, evaluated = pairs
     plain = language_tax(evaluated)["groups"][0]["languages"]
     assert [row["language"] for row in plain] == ["eng_Latn", "deu_Latn", "fra_Latn"]
     assert plain[2]["premium"] == {} and "measure" not in plain[2]  # the API's report is unchanged

@@ -1,5 +1,6 @@
 """Byte-level BPE trained with rustbpe: the pipeline tokenizers would build, every file, the same ids in each."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -71,10 +72,8 @@ def texts_of(tokenizer) -> list[str]:
     for data in token_bytes(tokenizer).values():
         if len(data) == 1:
             continue
-        try:
+        with contextlib.suppress(UnicodeDecodeError):
             out.append(data.decode())
-        except UnicodeDecodeError:
-            pass
     return out
 
 

@@ -221,7 +221,7 @@ def test_a_corpus_too_small_for_the_vocabulary_gives_a_smaller_one(texts):
 
 def test_documents_longer_than_sentencepieces_default_limit_are_trained_on(texts):
     long_document = " ".join(["Quetzalcoatlus"] * 800)  # 12 kB, over the 4192-byte default
-    result = train_sentencepiece(spec_for(algorithm="bpe", vocab_size=1500), texts[:300] + [long_document])
+    result = train_sentencepiece(spec_for(algorithm="bpe", vocab_size=1500), [*texts[:300], long_document])
     assert "▁Quetzalcoatlus" in Tokenizer.from_str(result.tokenizer_json).get_vocab()
 
 

@@ -18,12 +18,7 @@ from tokenmill.training.with_sentencepiece import train_sentencepiece
 
 # Lines built to leave the fast path: literal "▁", special-token and byte-token text, leading
 # spaces, characters no model saw, empty and blank lines.
-ADVERSARIAL = TORTURE + [
-    "", " ", "   ", " leading", "trailing ", "two  spaces", "\u2581", "a\u2581b", "\u2581start", "end\u2581",
-    "<unk> first", "<s> x </s>", "<|endoftext|> is text", "literal <0x41> and <0xZZ>", "ctrl\x01x nul\x00",
-    "unseen: ሰላም ᠮᠣᠩᠭᠣᠯ ꦧꦱ 𓀀", "\u3000ideographic space", "tab\there", "x" * 300,
-    "Hello, world.", "x.y", "it's", "I do not", "rock ' n ' roll", "##hash", "a\x1cb", "nbsp\u00a0x",
-]
+ADVERSARIAL = [*TORTURE, "", " ", "   ", " leading", "trailing ", "two  spaces", "▁", "a▁b", "▁start", "end▁", "<unk> first", "<s> x </s>", "<|endoftext|> is text", "literal <0x41> and <0xZZ>", "ctrl\x01x nul\x00", "unseen: ሰላም ᠮᠣᠩᠭᠣᠯ ꦧꦱ 𓀀", "\u3000ideographic space", "tab\there", "x" * 300, "Hello, world.", "x.y", "it's", "I do not", "rock ' n ' roll", "##hash", "a\x1cb", "nbsp\xa0x"]
 
 
 def tokenizers_encoder(spec: dict) -> TokenizersEncoder:

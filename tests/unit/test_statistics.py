@@ -1,5 +1,7 @@
 """Corpus statistics at upload: hapax, OOV, Zipf and Heaps on texts with known answers."""
 
+import itertools
+
 import pytest
 
 from tokenmill.corpora.statistics import CorpusStatistics
@@ -133,7 +135,7 @@ def test_heaps_samples_are_geometric_and_bounded():
     points = stats.heaps_points(max_points=None)
     assert 100 < len(points) < 250
     assert points[-1] == (4000, 4000)
-    ratios = [b[0] / a[0] for a, b in zip(points[50:], points[51:-1])]
+    ratios = [b[0] / a[0] for a, b in itertools.pairwise(points[50:-1])]
     assert all(1.0 < ratio < 1.1 for ratio in ratios)
     r = stats.result()
     assert (r["heaps_beta"], r["heaps_k"]) == (pytest.approx(1.0), pytest.approx(1.0))

@@ -30,7 +30,7 @@ from tokenmill.training.spec import resolve_spec
 from tokenmill.training.with_sentencepiece import train_sentencepiece
 
 TRAIN = flores_lines(120)
-PROBE = flores_lines(12, offset=400) + ["Héllo wörld 日本語 <|endoftext|> 1234  x\n\t  ", "", "   ", "ẞ\u0301🙂 a"]
+PROBE = [*flores_lines(12, offset=400), "Héllo wörld 日本語 <|endoftext|> 1234  x\n\t  ", "", "   ", "ẞ́🙂 a"]
 SPECS = {
     "byte-level bpe": {"vocab_size": 1200},
     "bpe + byte fallback": {"vocab_size": 1200, "byte_level": False, "byte_fallback": True, "pre_tokenizer": "metaspace"},

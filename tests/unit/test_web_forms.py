@@ -2,6 +2,7 @@
 the usual fields first, a stored spec filled in, and what the job will do said before it is submitted."""
 
 import uuid
+from typing import ClassVar
 
 import pytest
 from starlette.datastructures import FormData
@@ -89,7 +90,7 @@ def corpus(size: int, words: int | None, characters: int, distinct: int | None, 
 class Texts:
     """A store holding one text per language (the corpora's storage keys above)."""
 
-    TEXTS = {"eng_Latn": "The boy plays in the garden.\n", "deu_Latn": "Der Junge spielt im Garten.\n",
+    TEXTS: ClassVar[dict[str, str]] = {"eng_Latn": "The boy plays in the garden.\n", "deu_Latn": "Der Junge spielt im Garten.\n",
              "hin_Deva": "लड़का बगीचे में खेलता है।\n" * 30}
 
     def iter_chunks(self, key, chunk_size=0, start=0):

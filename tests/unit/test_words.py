@@ -1,5 +1,6 @@
 """Word counting across scripts: whitespace words, and one word per no-space character."""
 
+import itertools
 import re
 
 import numpy as np
@@ -120,7 +121,7 @@ def test_range_table_matches_unicode_script_properties():
     wrong = np.flatnonzero((table != expected) & assigned)
     assert wrong.size == 0, [hex(c) for c in wrong[:20]]
     # Sorted and disjoint, so it reads as a table.
-    assert all(a[1] < b[0] for a, b in zip(NO_SPACE_RANGES, NO_SPACE_RANGES[1:]))
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(NO_SPACE_RANGES))
 
 
 def test_compiled_scan_equals_the_regex_scan_on_random_text():

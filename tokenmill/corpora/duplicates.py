@@ -132,7 +132,7 @@ def _merge(store: ObjectStore, corpora: list[HashedCorpus]) -> tuple[int, list[H
     for corpus in corpora:
         end = filled + (corpus.distinct or 0)
         if _read_into(_chunks(store, corpus.key), hashes[filled:end]):
-            filled, merged = end, merged + [corpus]
+            filled, merged = end, [*merged, corpus]
     hashes = hashes[:filled]
     hashes.sort(kind="stable")
     return (int(np.count_nonzero(hashes[1:] != hashes[:-1])) + 1 if filled else 0), merged

@@ -182,7 +182,7 @@ class BpeDropout:
         for index, char in enumerate(piece):
             size = len(char.encode("utf-8"))
             text = (self.prefix if index and self.prefix else "") + char + (self.suffix if index == len(piece) - 1 else "")
-            if text in self.vocab or self.byte_fallback and all(f"<0x{b:02X}>" in self.vocab for b in text.encode()):
+            if text in self.vocab or (self.byte_fallback and all(f"<0x{b:02X}>" in self.vocab for b in text.encode())):
                 if unknown:
                     out.append(unknown)
                     unknown = None

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Any, TypedDict, cast
 
 import numpy as np
@@ -455,7 +455,7 @@ def _token_bytes(enc: tiktoken.Encoding) -> list[bytes | None]:
     return pieces
 
 
-@lru_cache(maxsize=None)
+@cache
 def reference_encoder(name: str, threads: int | None = None) -> TiktokenEncoder:
     """GPT-2, cl100k_base or o200k_base, from their verified rank files."""
     return TiktokenEncoder(name, load_reference(name), threads, recipe={"reference": name})

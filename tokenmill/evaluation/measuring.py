@@ -226,7 +226,7 @@ def curve_sizes(vocab_size: int, start: int = CURVE_START) -> list[int]:
     while size < vocab_size:
         sizes.append(size)
         size *= 2
-    return sizes + [vocab_size]
+    return [*sizes, vocab_size]
 
 
 def vocab_curve(files: dict[str, bytes], manifest: dict[str, Any], sample: Sequence[str]) -> list[dict[str, float]]:

@@ -103,7 +103,7 @@ class MetricsAccumulator:
         self._measure(np.asarray(ids, dtype=np.int64), np.asarray(spans, dtype=np.int64).reshape(-1, 2),
                       np.asarray(line_tokens, dtype=np.int64), batch)
 
-    def merge(self, other: "MetricsAccumulator") -> None:
+    def merge(self, other: MetricsAccumulator) -> None:
         """Fold in the sums of an accumulator that measured other lines of the same corpus."""
         self._flush()
         other._flush()

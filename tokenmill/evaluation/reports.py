@@ -206,7 +206,7 @@ def fertility_matrix(session: Session, team: Team, name: str | None = None, *, d
             domains[corpus.domain].append((evaluation, corpus))
             languages[f"{corpus.domain}/{corpus.language}"].append((evaluation, corpus))
         parity: dict[str | None, dict[str, dict[str, Any]]] = defaultdict(dict)
-        for evaluation, corpus in own:
+        for _evaluation, corpus in own:
             if (subject, corpus.id) in details:
                 parity[corpus.parallel_group][corpus.language] = details[(subject, corpus.id)]
         premium_by_group = {group: {lang: d["premium"] for lang, d in langs.items()} for group, langs in parity.items()}

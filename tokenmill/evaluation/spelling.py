@@ -226,7 +226,7 @@ def byte_length_spans(lines: Sequence[str], lengths: np.ndarray, counts: np.ndar
     ends = np.cumsum(lengths)
     starts = ends - lengths
     points = code_points("".join(lines)) if codes is None else codes
-    if codes is not None and widths is None or len(points) and int(points.max()) < 0x80:
+    if (codes is not None and widths is None) or (len(points) and int(points.max()) < 0x80):
         first, last = starts, ends  # ASCII: bytes are characters
     else:
         widths = utf8_widths(points) if widths is None else widths

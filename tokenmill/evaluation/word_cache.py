@@ -348,7 +348,7 @@ def _slot(code: int | np.int64, mask: int) -> np.int64:
 
 @njit(cache=True, nogil=True)
 def _same(data: np.ndarray, start: int, keys: np.ndarray, key_start: int, length: int) -> bool:
-    for offset in range(length):
+    for offset in range(length):  # noqa: SIM110 - numba compiles the loop; all() of a generator it does not
         if data[start + offset] != keys[key_start + offset]:
             return False
     return True

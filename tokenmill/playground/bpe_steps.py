@@ -32,6 +32,7 @@ than whitespace, and `max_token_length`.
 """
 
 import heapq
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -232,7 +233,7 @@ class PairIndex:
         """Up to `limit` of the pairs in corpus order: word by word, left to right."""
         wanted, order = set(pairs), []
         for word in self.tokens:
-            for pair in zip(word, word[1:]):
+            for pair in itertools.pairwise(word):
                 if pair in wanted:
                     wanted.discard(pair)
                     order.append(pair)

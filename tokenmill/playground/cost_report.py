@@ -19,7 +19,7 @@ import uuid
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -287,7 +287,7 @@ def warm_up() -> None:
         reference_vocabulary(name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def reference_vocabulary(name: str) -> Vocabulary:
     """GPT-2's, cl100k's or o200k's ranks, from tiktoken alone (the evaluation kernels stay out of
     the API process): special tokens and unused ranks apart, single bytes as the base."""
@@ -321,4 +321,5 @@ def version_probe(store: ObjectStore, row: TokenizerVersion) -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def reference_probes() -> tuple[tuple[str, dict[str, Any]], ...]:
     # Each probe runs its encodes before the next name is taken: the lambda's `name` is its own.
-    return tuple((name, probe(lambda text: encode_with_reference(name, text)["offsets"])) for name in REFERENCE_NAMES)
+    return tuple((name, probe(lambda text: encode_with_reference(name, text)["offsets"]))  # noqa: B023
+                 for name in REFERENCE_NAMES)

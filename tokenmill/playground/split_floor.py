@@ -67,9 +67,9 @@ def split_cuts(pattern: str, texts: Iterable[str]) -> dict[str, Any]:
             if inside:
                 cut += 1
                 at.update("M" if "M" in (_kind(word[i - 1]), _kind(word[i])) else "L" for i in inside)
-                if example is None or len(inside) > len(example["pieces"]) - 1 and len(word) <= 12:
+                if example is None or (len(inside) > len(example["pieces"]) - 1 and len(word) <= 12):
                     bounds = [0, *inside, len(word)]
-                    example = {"word": word, "pieces": [word[a:b] for a, b in zip(bounds, bounds[1:])]}
+                    example = {"word": word, "pieces": [word[a:b] for a, b in itertools.pairwise(bounds)]}
     return {"words": words, "cut_share": cut / words if words else 0.0,
             "pieces_per_word": pieces / words if words else 0.0,
             "cut_at": [CUT_AT[kind] for kind, _ in at.most_common()], "example": example}

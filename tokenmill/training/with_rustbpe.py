@@ -127,11 +127,8 @@ def merge_pairs(tokens: list[bytes]) -> list[tuple[bytes, bytes]]:
         cuts = [i for i in lengths if i < len(token) and token[:i] in known and token[i:] in known]
         known.add(token)
         lengths.add(len(token))
-        if len(cuts) == 1:
-            parts = [token[:cuts[0]], token[cuts[0]:]]
-        else:
-            # Otherwise apply the earlier merges to its bytes, lowest rank first, leftmost first.
-            parts = [token[i:i + 1] for i in range(len(token))]
+        # Otherwise apply the earlier merges to its bytes, lowest rank first, leftmost first.
+        parts = [token[:cuts[0]], token[cuts[0]:]] if len(cuts) == 1 else [token[i:i + 1] for i in range(len(token))]
         while len(parts) > 2:
             ranked = [merged.get((parts[i], parts[i + 1]), rank) for i in range(len(parts) - 1)]
             best = min(range(len(ranked)), key=ranked.__getitem__)

@@ -167,7 +167,7 @@ class _Texts:
             return next(self.texts)
         except StopIteration:
             raise
-        except BaseException as exc:
+        except BaseException as exc:  # raised on the training thread afterwards
             self.failure = exc
             raise
 
@@ -304,7 +304,7 @@ class _LogProgress:
             return
         try:
             self.progress(min(max(fraction, 0.0), 1.0))
-        except BaseException as exc:  # noqa: BLE001 - raised on the training thread afterwards
+        except BaseException as exc:
             self.failure = exc
 
 
@@ -368,9 +368,9 @@ def _pump(read_end: int, forward_to: int, on_line: Callable[[str], None]) -> Non
         for raw in pipe:
             line = raw.decode("utf-8", "replace")
             try:
-                if (record := _LOG_RECORD.match(line)) and record.group(1) == "I" or _SPEC_DUMP.match(line):
+                if ((record := _LOG_RECORD.match(line)) and record.group(1) == "I") or _SPEC_DUMP.match(line):
                     on_line(line)
                 elif not line.startswith(_ABSL_BANNER):
                     os.write(forward_to, raw)
-            except Exception:  # noqa: BLE001 - progress is best effort; the log must keep flowing
+            except Exception:  # progress is best effort; the log must keep flowing
                 pass

@@ -32,7 +32,7 @@ import sys
 import tempfile
 from array import array
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from itertools import chain
 from queue import Empty, Full, Queue
 from threading import Thread
@@ -179,10 +179,8 @@ class _Counter:
     def failure(self) -> Exception:
         """Why the child failed: a document past the regex's limit (SlowDocument, numbered among
         all the texts), or its exit code and the end of what it said (it has a few seconds to end)."""
-        try:
+        with suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
         self.errors.seek(0)
         said = self.errors.read().decode("utf-8", "replace").strip()
         if self.process.returncode == SLOW_EXIT:
@@ -206,10 +204,8 @@ def _send(children: list[_Counter], texts: Iterable[str]) -> None:
         except BaseException as exc:  # a broken pipe (the child ended early: its exit code and stderr say why)
             failed.append((child, exc))
         finally:
-            try:
+            with suppress(OSError):
                 child.stdin.close()  # the end of its texts, whatever happened: it never waits for more
-            except OSError:
-                pass
 
     feeders = [Thread(target=feed, args=(child,), daemon=True, name="tokenmill-feed") for child in children]
     for feeder in feeders:

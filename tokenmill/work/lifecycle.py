@@ -13,6 +13,7 @@ worker starts (scheduling.py) and the periodic pass that finds silent rows when 
 comes (sweeper.py).
 """
 
+import contextlib
 import logging
 import os
 import threading
@@ -308,10 +309,8 @@ def end_process(code: int) -> None:
     """End this process and every process it started, at once (children first: a trainer's
     child holding the GIL or a pipe would otherwise outlive it)."""
     for child in psutil.Process().children(recursive=True):
-        try:
+        with contextlib.suppress(psutil.Error):  # it ended meanwhile
             child.kill()
-        except psutil.Error:
-            pass  # it ended meanwhile
     os._exit(code)
 
 
@@ -342,10 +341,8 @@ def over_memory(process: psutil.Process, limit: int) -> bool:
 def _summed(members: list[psutil.Process], size: Callable[[psutil.Process], int]) -> int:
     total = 0
     for member in members:
-        try:
+        with contextlib.suppress(psutil.Error):  # it ended meanwhile
             total += size(member)
-        except psutil.Error:
-            pass  # it ended meanwhile
     return total
 
 

@@ -1,5 +1,6 @@
 """Stage and progress of a running job, written to its row; also how a worker learns of a cancel."""
 
+import contextlib
 import ctypes
 import threading
 import time
@@ -70,10 +71,8 @@ def tracked(texts: Iterable[str], total_chars: int, report: Report, stage: str, 
 def give_back_memory() -> None:
     """Return the memory freed so far to the system (glibc's malloc_trim: every arena, the
     libraries' threads' too), so this process's resident memory is what it still uses."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim this way
         ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass  # not glibc: nothing to trim this way
 
 
 class PeakMemory:

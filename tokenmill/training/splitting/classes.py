@@ -91,7 +91,7 @@ def table() -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint16]]:
     the distinct rows of 256 classes. Raises when `regex` is not the version they came from."""
     from tokenmill.training.splitting import classes_data
 
-    if classes_data.REGEX_VERSION != regex.__version__:
+    if regex.__version__ != classes_data.REGEX_VERSION:
         raise RuntimeError(f"the splitter's Unicode classes were read off regex {classes_data.REGEX_VERSION}, not "
                            f"the installed {regex.__version__}: regenerate them (python -m "
                            "tokenmill.training.splitting.classes --write) and run tests/unit/test_splitter.py")

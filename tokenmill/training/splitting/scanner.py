@@ -88,9 +88,9 @@ def _contraction(first: int, second: int, literal: bool) -> int:
     if literal and not first & LITERAL:
         return 0
     letter = (first & FOLD_MASK) >> FOLD_SHIFT
-    if letter == FOLD_S or letter == FOLD_D or letter == FOLD_M or letter == FOLD_T:
+    if letter == FOLD_S or letter == FOLD_D or letter == FOLD_M or letter == FOLD_T:  # noqa: SIM109 - numba
         return 1
-    if (letter == FOLD_L or letter == FOLD_V or letter == FOLD_R) and (second & LITERAL or not literal):
+    if (letter == FOLD_L or letter == FOLD_V or letter == FOLD_R) and (second & LITERAL or not literal):  # noqa: SIM109
         return 2 if (second & FOLD_MASK) >> FOLD_SHIFT == (FOLD_L if letter == FOLD_L else FOLD_E) else 0
     return 0
 

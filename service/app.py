@@ -5,7 +5,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
-from service import logs, problems, web
+from service import logs, problem_docs, problems, web
 from service.admission import Admission, FairTurns
 from service.inputs import check_request_values
 from service.metrics import Metrics
@@ -89,4 +89,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(metrics.router)
     app.mount("/static", web.static_files(), name="static")
     app.include_router(web.router)
+    problem_docs.document(app)
     return app

@@ -2,6 +2,7 @@
 caller's waiting bounded, and a wait that ends (timeout, a client gone) never loses a slot."""
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -9,7 +10,9 @@ from service.admission import Admission, FairTurns, Full, admitted, caller_of
 
 
 def run(coroutine):
-    return asyncio.run(coroutine)
+    """The scenario in an event loop of its own thread (a browser test may leave one running in this one)."""
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, coroutine).result()
 
 
 async def settle() -> None:

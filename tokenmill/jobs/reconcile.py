@@ -77,7 +77,7 @@ def _jobs_keeping_files(session: Session, ids: set[uuid.UUID]
     if not ids:
         return set(), set(), set()
     jobs: dict[uuid.UUID, str] = dict(session.execute(
-        select(TrainingJob.id, TrainingJob.status).where(TrainingJob.id.in_(ids))))
+        select(TrainingJob.id, TrainingJob.status).where(TrainingJob.id.in_(ids))).tuples().all())
     working = {job for job, status in jobs.items() if status in UNFINISHED}
     made = set(session.scalars(select(TokenizerVersion.job_id).where(TokenizerVersion.job_id.in_(ids))))
     imported = set(session.scalars(select(TokenizerVersion.id).where(TokenizerVersion.id.in_(ids))))

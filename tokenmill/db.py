@@ -119,6 +119,15 @@ def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
+def release(session: Session) -> None:
+    """End the session's transaction, committing what it did, so that its connection goes back to
+    the pool before slow work that needs no database (reading the store, an encode in the sandbox);
+    the session takes a connection again if it is used after. The one way to let go of a
+    connection mid-request: a request's owner (a route) calls it, and a core function with slow
+    work between its reads and what follows takes it from its caller as `release`."""
+    session.commit()
+
+
 @contextmanager
 def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session that commits when the block ends cleanly and rolls back otherwise."""

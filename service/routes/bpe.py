@@ -18,6 +18,7 @@ from fastapi import APIRouter, Response
 
 from service.deps import BpeStepsTeamDep, SessionDep, StoreDep
 from service.schemas_bpe import BpeStepsOut
+from tokenmill.db import release
 from tokenmill.playground.bpe_runs import BpeStepsIn, compute
 
 router = APIRouter(prefix="/v1/bpe", tags=["bpe"])
@@ -29,7 +30,7 @@ def steps(body: BpeStepsIn, session: SessionDep, store: StoreDep, team: BpeSteps
 
     A version's sample is split in a sandbox process first: all of them busy is a 503 with Retry-After.
     """
-    built, about = compute(session, store, team, body, as_json=True)
+    built, about = compute(session, store, team, body, lambda: release(session), as_json=True)
     # The states' JSON is built in the sandbox process that computed them and sent as it comes (the shape
     # BpeStepsOut declares: tests/api/test_typed_responses.py holds it): a few megabytes built or validated
     # here would hold this process, and every other team's reads, for a second.

@@ -12,6 +12,7 @@ from tokenmill.corpora import rows as corpus_rows
 from tokenmill.corpora.duplicates import hashed_corpora, team_duplicates
 from tokenmill.corpora.ingest import NAMED_FIELDS
 from tokenmill.corpora.reading import FORMATS
+from tokenmill.db import release
 from tokenmill.pagination import paginate
 
 router = APIRouter(prefix="/v1/corpora", tags=["corpora"])
@@ -51,7 +52,7 @@ def read_duplicates(session: SessionDep, store: StoreDep, settings: SettingsDep,
     """The share of the team's documents that are exact duplicates, within a corpus or across corpora; merged
     from the stored hashes of the corpora whose statistics are ready, up to TOKENMILL_DUPLICATES_MAX_DOCUMENTS."""
     corpora = hashed_corpora(session, team.id)
-    session.commit()  # the merge reads the store: hold no database connection meanwhile
+    release(session)  # the merge reads the store
     return team_duplicates(store, corpora, settings.duplicates_max_documents)
 
 
@@ -62,5 +63,5 @@ def read_corpus(session: SessionDep, team: TeamDep, corpus_id: uuid.UUID):
 
 @router.delete("/{corpus_id}", status_code=204)
 def delete_corpus(session: SessionDep, store: StoreDep, team: TeamDep, corpus_id: uuid.UUID):
-    corpus_rows.delete_corpus(session, store, team, corpus_id)
+    corpus_rows.delete_corpus(session, store, team, corpus_id, lambda: release(session))
     return Response(status_code=204)

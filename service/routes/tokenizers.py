@@ -26,7 +26,7 @@ from service.schemas import EncodeIn, EncodeOut, Listing, TokenizerOut, VersionO
 from service.schemas_evaluations import VersionEvaluationsOut
 from service.schemas_report import CostReportOut
 from service.uploads import MultipartUpload, run_upload
-from tokenmill.db import transaction
+from tokenmill.db import release, transaction
 from tokenmill.errors import InvalidInput, TooLarge
 from tokenmill.evaluation.reports import version_curve, version_evaluations
 from tokenmill.evaluation.runs import submit_run
@@ -161,7 +161,7 @@ def read_evaluations(session: SessionDep, team: TeamDep, name: str, version: str
 def encode(request: Request, body: EncodeIn, session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str,
            version: str):
     row = get_version(session, team, name, version)
-    session.commit()  # the encode may take its whole time limit: hold no database connection meanwhile
+    release(session)  # the encode may take its whole time limit
     return encode_with_version(store, row, body.text, body.sampling)
 
 
@@ -173,7 +173,7 @@ def read_report(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, na
     if (kept := _REPORTS.get(key)) is not None:
         return Response(kept, media_type="application/json")
     measured = measured_costs(session, store, team, row)
-    session.commit()  # the probes' sandbox encodes may take their time limit: hold no database connection meanwhile
+    release(session)  # the probes' sandbox encodes may take their time limit
     report = CostReportOut.model_validate(combine(measured, probed_costs(store, row)))
     body = report.model_dump_json(by_alias=True).encode()
     if not report.unavailable:  # a probe cut short is tried again next time
@@ -207,5 +207,5 @@ _REPORTS = _Kept(64)
 @router.get("/{name}/versions/{version}/vocabulary", response_model=VocabularyOut)
 def read_vocabulary(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str, version: str):
     row = get_version(session, team, name, version)
-    session.commit()  # counting may take a sandbox process's while: hold no database connection meanwhile
+    release(session)  # counting may take a sandbox process's while
     return vocabulary_report(store, row)

@@ -28,6 +28,7 @@ from service.web.charts import CHAR_WIDTH, FONT, MARK, PALETTE, linear_domain, r
 from service.web.render import WebRoute, render, templates
 from service.web.tokens import version_labeller
 from tokenmill.corpora.rows import newest_corpora
+from tokenmill.db import release
 from tokenmill.errors import InvalidInput, TokenmillError
 from tokenmill.models import Corpus, Team
 from tokenmill.pagination import MAX_LIMIT, Page
@@ -195,7 +196,7 @@ def bpe_page(request: Request, session: SessionDep, store: StoreDep, web: WebSes
                                "error": None, "mode": "version" if tokenizer else "corpus"}
     try:
         body = request_body(corpus, tie_break, marker, step, tokenizer, version, corpus_id, lines)
-        run, about = compute(session, store, web.team, body, count=1)
+        run, about = compute(session, store, web.team, body, lambda: release(session), count=1)
     except InvalidInput as exc:  # the form says what to fix; a version or corpus not found is a 404 page
         return render(request, "bpe.html", web, status_code=exc.status, **{**context, "error": exc}, run=None)
     state = run.states[0]
@@ -218,7 +219,7 @@ def bpe_states(request: Request, body: BpeStepsIn, session: SessionDep, store: S
     """Up to WINDOW states from `start`, as the page's HTML, with the run's vocabulary and merges."""
     spend_dashboard_request(request, web.team)  # a window of the page: a few states, not a whole walk
     shown = shower(session, web.team, body.tokenizer, str(body.version))
-    run, about = compute(session, store, web.team, body, count=WINDOW)
+    run, about = compute(session, store, web.team, body, lambda: release(session), count=WINDOW)
     return JSONResponse({
         "mode": about["mode"], "heading": run_heading(about), "total_steps": len(run.merges), "done": run.done,
         "next_start": run.next_start,

@@ -41,6 +41,7 @@ from tokenmill.corpora.duplicates import TeamDuplicates, hashed_corpora, team_du
 from tokenmill.corpora.ingest import NAMED_FIELDS
 from tokenmill.corpora.reading import FORMATS
 from tokenmill.corpora.rows import delete_corpus, get_corpus, newest_corpora
+from tokenmill.db import release
 from tokenmill.errors import InvalidInput, TokenmillError
 from tokenmill.pagination import Page, page_count, paginate
 from tokenmill.store import TRANSIENT_ERRORS
@@ -64,7 +65,7 @@ def _corpora_page(request: Request, session, web, page: int, form: Mapping[str, 
 def _team_duplicates(request: Request, session, team_id: uuid.UUID) -> TeamDuplicates | None:
     """The exact duplicates across the team's corpora; None when the store did not answer."""
     corpora = hashed_corpora(session, team_id)
-    session.commit()  # the merge reads the store: hold no database connection meanwhile
+    release(session)  # the merge reads the store
     try:
         return team_duplicates(request.app.state.store, corpora, request.app.state.settings.duplicates_max_documents)
     except TRANSIENT_ERRORS:
@@ -81,7 +82,7 @@ def corpora_page(request: Request, session: SessionDep, web: WebSessionDep,
 @router.post("/corpora/{corpus_id}/delete")
 def delete(web: WebSessionDep, form: FormDep, session: SessionDep, store: StoreDep, corpus_id: uuid.UUID):
     """Delete a corpus as DELETE /v1/corpora/{id} does (committed), then list the rest."""
-    name = delete_corpus(session, store, web.team, corpus_id).name
+    name = delete_corpus(session, store, web.team, corpus_id, lambda: release(session)).name
     return see_other(f"/corpora?deleted={quote(name, safe='')}")
 
 

@@ -20,6 +20,7 @@ from service.web.charts import Axis, Bar, Series, bar_chart, line_chart
 from service.web.floors import floor_notes, one_per_language, version_pattern
 from service.web.render import WebRoute, render
 from tokenmill.corpora.rows import newest_corpora
+from tokenmill.db import release
 from tokenmill.evaluation.reports import CORPUS_LEVEL, fertility_matrix, version_label
 from tokenmill.models import TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
@@ -131,7 +132,7 @@ def split_notes(session, store, team, rows: list[dict[str, Any]], languages: set
                 if (v.name, v.version) in shown]
     references = [r["name"] for r in rows if r["kind"] == "reference"]
     corpora = one_per_language(session.scalars(newest_corpora(team.id)), languages)
-    session.commit()  # the samples come from the store: hold no database connection meanwhile
+    release(session)  # the samples come from the store
     return floor_notes(store, corpora, [(version_label(v), version_pattern(v)) for v in versions],
                        [name for name in references if name in REFERENCE_PATTERNS])
 

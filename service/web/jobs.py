@@ -29,6 +29,7 @@ from service.web.job_advice import advice
 from service.web.render import WebRoute, render, see_other, templates
 from service.web.spec_form import SpecField, changed_advanced, form_values, spec_fields, spec_from_form, spec_values
 from tokenmill.corpora.rows import newest_corpora
+from tokenmill.db import release
 from tokenmill.errors import InvalidInput, NotFound, OverQuota
 from tokenmill.jobs.submission import IDEMPOTENCY_FIELD, cancel_job, get_job, list_jobs, submit_job
 from tokenmill.models import FINISHED, Corpus, TokenizerVersion, TrainingJob
@@ -99,7 +100,7 @@ def _job_form(request: Request, session: Session, store, web: WebSession, form=N
     key = form.get("idempotency_key") if form and not (error and error.field == IDEMPOTENCY_FIELD) else None
     corpora = form_corpora(session, web)
     training = [c for c in corpora if str(c.id) in chosen["train_corpora"]]
-    session.commit()  # the advice may read corpus samples from the store: hold no database connection meanwhile
+    release(session)  # the advice may read corpus samples from the store
     spec = spec_from_form(fields, _as_form(fields, values))
     advanced_error = bool(error and error.field and error.field.startswith("spec.")
                           and not next((f.basic for f in fields if f.input_name == error.field.split("[")[0]), True))

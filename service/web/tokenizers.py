@@ -17,6 +17,7 @@ from service.web.auth import WebSessionDep
 from service.web.render import WebRoute, render
 from service.web.tokens import version_labeller
 from service.web.versions import DIFF_SHOWN, spec_items
+from tokenmill.db import release
 from tokenmill.evaluation.references import BASELINES
 from tokenmill.evaluation.reports import latest_evaluations, subject_of, version_label
 from tokenmill.models import Corpus, Evaluation, TokenizerVersion
@@ -72,7 +73,7 @@ def tokenizer_page(request: Request, session: SessionDep, store: StoreDep, web: 
     newer = by_number.get(b or 0) or versions[0]
     older = by_number.get(a or 0) or next((v for v in versions if v.version < newer.version), None)
     pairs = latest_evaluations(session, web.team, [v.id for v in shown], BASELINES)
-    session.commit()  # the diff reads two tokenizer.json files from the store: hold no connection meanwhile
+    release(session)  # the diff reads two tokenizer.json files from the store
     diff = versions_diff(store, older, newer) if older and older.id != newer.id else None
     return render(request, "tokenizer.html", web, tokenizer=name, versions=versions, total=total, shown=shown,
                   labels={v.id: version_label(v) for v in versions}, specs=spec_rows(shown),

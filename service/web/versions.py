@@ -39,6 +39,7 @@ from service.web.parity import parallel_group, side_by_side, twin, twin_form_que
 from service.web.render import WebRoute, render, templates
 from service.web.tokens import token_labels, version_labeller
 from tokenmill.corpora.rows import newest_corpora
+from tokenmill.db import release
 from tokenmill.encoding.subword_sampling import MAX_SEED, SamplingOptions, chosen, method_of
 from tokenmill.errors import Busy, InvalidInput, NotFound, TokenmillError
 from tokenmill.evaluation.references import PRESET_REFERENCES, REFERENCE_NAMES, reference_token_ids
@@ -256,7 +257,7 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
     except TokenmillError as exc:  # shown where the comparison's tokens would be, as an encode's failure is
         target = exc
     base = base_of(session, web.team, row)
-    session.commit()  # the rest reads the store and encodes in the sandbox: hold no database connection meanwhile
+    release(session)  # the rest reads the store and encodes in the sandbox
     against = base.diff_from if base is not None and base.diff_from is not None else previous
     diff = None
     if isinstance(against, str):
@@ -320,6 +321,6 @@ def encode(request: Request, body: PlaygroundIn, session: SessionDep, store: Sto
     spend_dashboard_request(request, web.team)
     sampling = None if body.sampling is None else checked_options(body.sampling)
     target = resolve_target(session, web.team, body.target)
-    session.commit()  # the encode may take its whole time limit: hold no database connection meanwhile
+    release(session)  # the encode may take its whole time limit
     result = encode_target(store, target, body.text, sampling)
     return JSONResponse({**result, "html": tokens_html(result, target if isinstance(target, TokenizerVersion) else None)})

@@ -204,7 +204,7 @@ def test_bpe_steps_are_typed_and_whole(client, measured, sessionmaker, store, mo
     request = ({"corpus": "low lower newest widest", "steps": 5} if mode == "corpus" else
                {"tokenizer": NAME, "corpus_id": str(measured["corpora"][0].id), "steps": 5, "lines": 20})
     with sessionmaker() as session:
-        run, about = compute(session, store, measured["team"], BpeStepsIn(**request))
+        run, about = compute(session, store, measured["team"], BpeStepsIn(**request), session.commit)
     expected = {**about, **run_json(run, replaying=mode == "version")}
     body = checked(client, "POST", "/v1/bpe/steps", "/v1/bpe/steps", expected, json=request)
     assert body["mode"] == mode and len(body["states"]) == 6

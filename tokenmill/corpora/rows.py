@@ -35,14 +35,16 @@ def get_corpus(session: Session, team: Team, corpus_id: uuid.UUID) -> Corpus:
     return corpus
 
 
-def delete_corpus(session: Session, store: ObjectStore, team: Team, corpus_id: uuid.UUID) -> Corpus:
-    """Delete the row (committed), then its object and its statistics' document hashes; returns the deleted row.
+def delete_corpus(session: Session, store: ObjectStore, team: Team, corpus_id: uuid.UUID,
+                  release: Callable[[], None]) -> Corpus:
+    """Delete the row, `release` the session (committing it), then delete its object and its
+    statistics' document hashes; returns the deleted row.
 
     Once the row is committed the corpus is deleted, whatever the store answers: an object left
     behind is an orphan, which the sweeper's reconciliation removes."""
     corpus = get_corpus(session, team, corpus_id)
     session.delete(corpus)
-    session.commit()
+    release()
     _forget(store.delete_prefix, corpus.storage_key)
     _forget(store.delete, hashes_key(corpus.team_id, corpus.id))
     return corpus

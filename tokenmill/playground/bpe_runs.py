@@ -4,6 +4,7 @@ team's corpora (tokenmill.playground.bpe_replay). POST /v1/bpe/steps and the /bp
 Either is pure Python work on request data: it runs in a sandbox process, on the team's share of the pool."""
 
 import uuid
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,10 +78,11 @@ def bounded(field: str, target: str, owner: str, *args: Any) -> Any:
     return run
 
 
-def compute(session: Session, store: ObjectStore, team: Team, body: BpeStepsIn,
+def compute(session: Session, store: ObjectStore, team: Team, body: BpeStepsIn, release: Callable[[], None],
             count: int | None = None, as_json: bool = False) -> tuple[Run | str, dict[str, Any]]:
     """The run a body asks for (at most `count` states), and what it was computed on; with
-    `as_json`, the run as the JSON text of tokenmill.playground.bpe_json, built where it was computed."""
+    `as_json`, the run as the JSON text of tokenmill.playground.bpe_json, built where it was computed.
+    A version's run reads its rows, then calls `release` (tokenmill.db.release) before the store and the sandbox."""
     check_fields(body)
     owner = str(team.id)
     if body.tokenizer is None:
@@ -93,7 +95,7 @@ def compute(session: Session, store: ObjectStore, team: Team, body: BpeStepsIn,
     row = get_version(session, team, body.tokenizer, body.version)
     assert body.corpus_id is not None  # check_fields refuses a version's body without it
     corpus = get_corpus(session, team, body.corpus_id)
-    session.commit()  # reading the store and replaying the sample: hold no database connection meanwhile
+    release()
     tokenizer_json, sample = version_sample(store, row, corpus, body.lines)
     run = bounded("corpus_id", "tokenmill.playground.bpe_json:replay_text" if as_json else
                   "tokenmill.playground.bpe_replay:replayed", owner, tokenizer_json, sample.texts,

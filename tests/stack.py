@@ -97,14 +97,15 @@ def api_process(settings, log: Path, **env: str) -> Iterator[str]:
             print(f"API log tail ({log}):\n" + log.read_text(errors="replace")[-3000:])
 
 
-LEFT_BEHIND = "left queued by a test that ran no worker"
+LEFT_BEHIND = "left queued or running by an earlier test whose worker is gone"
 
 
 def settle_left_work(database_url: str) -> None:
     """End the work earlier tests left queued with no worker of theirs (the API and integration
-    tests submit without running): a worker starts any team's queued row in turn, and would run
-    theirs before the suite's own. Queued jobs and evaluation runs are cancelled, statistics no
-    worker took are failed."""
+    tests submit without running), or left running when they stopped their worker (a killed
+    worker's job falls silent): a worker starts any team's queued row in turn, and a beat's sweeper
+    takes a silent one over, before the suite's own. Queued and running jobs and evaluation runs
+    are cancelled, statistics no worker took are failed."""
     from sqlalchemy import update
 
     from tokenmill.db import make_engine, make_sessionmaker, transaction, utcnow
@@ -115,7 +116,7 @@ def settle_left_work(database_url: str) -> None:
     try:
         with transaction(make_sessionmaker(engine)) as session:
             for model in (TrainingJob, EvaluationRun):
-                session.execute(update(model).where(model.status == Status.QUEUED).values(
+                session.execute(update(model).where(model.status.in_((Status.QUEUED, Status.RUNNING))).values(
                     status=Status.CANCELLED, error=LEFT_BEHIND, finished_at=utcnow(), updated_at=utcnow(),
                     **stage_of(model, "cancelled")))
             session.execute(update(Corpus).where(Corpus.statistics.is_(None), Corpus.statistics_error.is_(None),

@@ -8,6 +8,7 @@ import pytest
 from tests import services
 from tests.neighbours import harness
 from tests.neighbours.stack import fresh_key, neighbour_stack, prepare, settle
+from tests.stack import settle_left_work
 
 RESULTS = services.REPO / "build" / "neighbours.json"
 OUTCOMES: list[harness.Outcome] = []
@@ -20,6 +21,7 @@ GIVE_UP_AFTER = 3  # the victim's job overtaken by this many of the attacker's: 
 # Package-scoped: its beat stops with these tests, so it never sends other suites' queued work.
 @pytest.fixture(scope="package")
 def noisy_stack(settings, tmp_path_factory):
+    settle_left_work(settings.database_url)  # its beat would take over what other suites left silent
     with neighbour_stack(settings, tmp_path_factory.mktemp("neighbour-logs")) as running:
         yield running
     harness.write_results(OUTCOMES, RESULTS)

@@ -2,7 +2,8 @@
 processes on the run's PostgreSQL, Redis and S3 (no proxies), and the two teams that share it.
 
 Production's settings, except where a test must end in seconds or the shared machine must be
-spared: heartbeats every 2 s, silence after 20 s, a sweep every 5 s, a job's time limits at
+spared: heartbeats every 2 s, silence after 20 s, a sweep every 5 s re-sending work queued for
+30 s, a job's time limits at
 120/150 s (a job stuck in a regex holds its slot that long at most), a worker child's memory
 capped at 3 GiB, and no upload taken for stale (see ENV). The quotas and the encode sandbox keep
 their defaults, but for the attacker's storage quota, 256 MiB.
@@ -38,6 +39,9 @@ ENV = {
     "TOKENMILL_HEARTBEAT_SECONDS": "2",
     "TOKENMILL_SWEEP_SILENT_AFTER": "20",
     "TOKENMILL_SWEEP_INTERVAL": "5",
+    # A task message lost on the way (or spent by a claim that found nothing fair to start) is
+    # sent again after 30 s, not production's 5 minutes: a test waits for a job for 3 at most.
+    "TOKENMILL_SWEEP_QUEUED_AFTER": "30",
     "TOKENMILL_JOB_SOFT_TIME_LIMIT": "120",
     "TOKENMILL_JOB_HARD_TIME_LIMIT": "150",
     "TOKENMILL_JOB_MAX_MEMORY_BYTES": str(3 * 2**30),
@@ -91,6 +95,11 @@ class Stack:
 
     def client(self, key: str, timeout: float = 60.0) -> httpx.Client:
         return httpx.Client(base_url=self.base, headers={"Authorization": f"Bearer {key}"}, timeout=timeout)
+
+    def log_tail(self, name: str, chars: int = 1500) -> str:
+        """The last `chars` characters of a process's log, its HTTP request lines left out."""
+        lines = (self.logs / f"{name}.log").read_text(errors="replace").splitlines()
+        return "\n".join(line for line in lines if "HTTP Request" not in line)[-chars:]
 
     def api_rss(self) -> int:
         """The API process's resident bytes (its sandbox processes apart)."""
@@ -195,8 +204,12 @@ def prepare(stack: Stack, sessionmaker) -> Neighbours:
                                                             "pre_tokenizer_regex": ATTACKER_REGEX})),
                 (good, submit(good, "victim-bpe", victim_corpus, SMALL_SPEC))]
         for client, job_id in jobs:
-            job = until(lambda: client.get(f"/v1/jobs/{job_id}").json(),
-                        lambda job: job["status"] not in UNFINISHED, 180)
+            try:
+                job = until(lambda: client.get(f"/v1/jobs/{job_id}").json(),
+                            lambda job: job["status"] not in UNFINISHED, 180)
+            except AssertionError as unfinished_job:
+                raise AssertionError(f"{unfinished_job}\nthe worker's log ends:\n{stack.log_tail('worker')}"
+                                     f"\nthe beat's log ends:\n{stack.log_tail('beat', 500)}") from None
             assert job["status"] == "succeeded", job
     return Neighbours(Team(attacker.id, corpus, "attacker-bpe"), Team(victim.id, victim_corpus, "victim-bpe"), slow)
 

@@ -9,7 +9,7 @@ step in a fresh process so every peak RSS is its own (the child's VmHWM):
   splitter for the gpt2 preset) and spilled to the store; the counting rate per process is the
   corpus MB over the processes' summed CPU seconds;
 - `merge + learn`: one process merging the spills and gathering the merged counts as a job
-  does (`tokenmill.training.pruning.gathered`, min_frequency 2), then learning --vocab merges
+  does (`tokenmill.training.counting.merge.gathered`, min_frequency 2), then learning --vocab merges
   (`merge_learner`), once with no budget and once for each --cap-mib: the budget a job's worker
   gets under TOKENMILL_JOB_MAX_MEMORY_BYTES = cap (80 % of what the process does not hold yet).
 
@@ -43,27 +43,27 @@ def _spec(vocab: int):
 def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: int) -> dict:
     from tokenmill.models import Corpus
     from tokenmill.store import LocalStore
-    from tokenmill.training import piece_counts, spills
+    from tokenmill.training.counting import parts, spills
     from tokenmill.training.splitting.counting import count, warm_up
 
     warm_up()
     store = LocalStore(root)
     corpus = Corpus(storage_key=KEY, bytes=(root / KEY).stat().st_size, format="text", text_field=None)
-    split = piece_counts.splitter(_spec(vocab))
+    split = parts.splitter(_spec(vocab))
     started, cpu = time.monotonic(), time.process_time()
     counted = 0
-    for number, part in enumerate(piece_counts.plan([corpus], int(part_mb * 2**20))):
+    for number, part in enumerate(parts.plan([corpus], int(part_mb * 2**20))):
         if number % workers == worker:
-            store.put_bytes(f"spills/{number}", spills.spilled(count(piece_counts.part_documents(store, part), split)))
+            store.put_bytes(f"spills/{number}", spills.spilled(count(parts.part_documents(store, part), split)))
             counted += part.end - part.start
     return {"seconds": time.monotonic() - started, "cpu": time.process_time() - cpu, "bytes": counted}
 
 
 def child_learn(root: Path, vocab: int, cap_mib: int, held_out: str) -> dict:
     from tokenmill.store import LocalStore
-    from tokenmill.training import spills
+    from tokenmill.training.counting import spills
+    from tokenmill.training.counting.merge import gathered, learner_budget
     from tokenmill.training.merge_learner import warm_up
-    from tokenmill.training.pruning import gathered, learner_budget
     from tokenmill.training.with_tokenmill import learned_from_counts
 
     warm_up()  # what a job's worker holds before it merges: the learner compiled, the libraries loaded

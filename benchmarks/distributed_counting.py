@@ -8,7 +8,7 @@ in a local store (a folder), and then, each in fresh processes so every peak RSS
   (`tokenmill.training.with_rustbpe.learn_ranks`);
 - `count, N workers`: the file cut into --part-mb byte ranges, counted by N processes at once
   (parts dealt round robin; each process pre-tokenizes with Python's `regex`, counts, and
-  spills each part's counts to the store: `tokenmill.training.piece_counts`), wall time of the slowest;
+  spills each part's counts to the store: `tokenmill.training.counting.parts`), wall time of the slowest;
 - `merge + learn`: one process merging the spills (streamed, min_frequency 0) and learning the
   merges from the counts (`tokenmill.training.merge_learner`), conversion to ranks included; then again
   with min_frequency 2 (the spec's default), which drops the pieces seen once.
@@ -58,22 +58,22 @@ def child_streamed(root: Path, vocab: int) -> dict:
 
 def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: int) -> dict:
     from tokenmill.store import LocalStore
-    from tokenmill.training import piece_counts, spills
+    from tokenmill.training.counting import parts, spills
 
     store = LocalStore(root)
     started = time.monotonic()
-    split = piece_counts.splitter(_spec(vocab))
-    parts = piece_counts.plan([_corpus(root)], int(part_mb * 2**20))
-    for number, part in enumerate(parts):
+    split = parts.splitter(_spec(vocab))
+    planned = parts.plan([_corpus(root)], int(part_mb * 2**20))
+    for number, part in enumerate(planned):
         if number % workers == worker:
-            counts = spills.count(piece_counts.part_documents(store, part), split)
+            counts = spills.count(parts.part_documents(store, part), split)
             store.put_bytes(f"spills/{number}", spills.spilled(counts))
-    return {"seconds": time.monotonic() - started, "parts": len(parts)}
+    return {"seconds": time.monotonic() - started, "parts": len(planned)}
 
 
 def child_learn(root: Path, vocab: int, min_count: int) -> dict:
     from tokenmill.store import LocalStore
-    from tokenmill.training import spills
+    from tokenmill.training.counting import spills
     from tokenmill.training.merge_learner import learn_merges
 
     store = LocalStore(root)

@@ -94,7 +94,7 @@ def training(library: str, lines: list[str], rounds: int) -> str:
 
 
 def longest_document(lines: list[str]) -> str:
-    from tokenmill.training import spills
+    from tokenmill.training.counting import spills
     from tokenmill.training.patterns import PATTERNS
     from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS
 

@@ -120,7 +120,7 @@ def train(corpus: Path, vocab: int, rounds: int) -> None:
 
 
 def main() -> None:
-    from tokenmill.training import spills
+    from tokenmill.training.counting import spills
     from tokenmill.training.patterns import PATTERNS
     from tokenmill.training.splitting import counting
     from tokenmill.training.text_frames import batches, frames, write_texts

@@ -36,7 +36,7 @@ def child(root: Path, kind: str, vocab: int, transition: float, held_out: str, c
     from tokenmill.jobs.extension import superword_files
     from tokenmill.models import Corpus
     from tokenmill.store import LocalStore
-    from tokenmill.training.pruning import learner_budget
+    from tokenmill.training.counting.merge import learner_budget
     from tokenmill.training.spec import resolve_spec
     from tokenmill.training.version_files import train_version_files
 

@@ -209,7 +209,7 @@ class WebSession(Base):
 
 class CountPart(Base):
     """One byte range of a training corpus to pre-tokenize and count, for a job whose spec asks
-    for `counting: distributed` (tokenmill.training.counted): any worker may claim it; its
+    for `counting: distributed` (tokenmill.training.counting.distributed): any worker may claim it; its
     counts are spilled to the store under the job's prefix. The rows of an attempt are
     replaced when the job is taken over, and deleted when it ends."""
 

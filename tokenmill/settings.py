@@ -70,7 +70,7 @@ class Settings(BaseSettings):
     # Objects without a row are deleted, and multipart uploads aborted, once older than this.
     orphan_grace_seconds: int = 3600
     # `counting: distributed` jobs: the byte range one worker counts at a time, and how many
-    # helper tasks a job sends at most (tokenmill.training.counted).
+    # helper tasks a job sends at most (tokenmill.training.counting.distributed).
     count_part_bytes: int = Field(default=COUNT_PART_BYTES, ge=1024)
     count_helpers: int = Field(default=8, ge=0, le=1000)
     api_url: str = "http://127.0.0.1:8000"

@@ -20,7 +20,7 @@ from tokenmill.evaluation.pipeline import abandon_run, run_next_evaluation
 from tokenmill.jobs.pipeline import abandon_job, run_next_job
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
-from tokenmill.training.counted import Helpers, help_counting
+from tokenmill.training.counting.distributed import Helpers, help_counting
 from tokenmill.work import task_names
 from tokenmill.work.lifecycle import TIME_LIMIT, TRANSIENT, WorkLimits
 from workers.app import app

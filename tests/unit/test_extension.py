@@ -12,7 +12,7 @@ from tokenizers import Tokenizer
 from tests.text import flores_lines
 from tokenmill.evaluation.references import load_reference
 from tokenmill.jobs.extension import Base, extended_ranks, extension_files, piece_counts, pieces_of
-from tokenmill.training.pruning import cost
+from tokenmill.training.counting.merge import cost
 from tokenmill.training.spec import resolve_spec
 
 HINDI = flores_lines(600, languages=("hin_Deva",))

@@ -10,7 +10,8 @@ import pytest
 
 from tokenmill.corpora.hashes import SeenDocuments
 from tokenmill.errors import InvalidInput
-from tokenmill.training import mixtures, spills
+from tokenmill.training import mixtures
+from tokenmill.training.counting import spills
 from tokenmill.training.mixtures import (
     Drawn,
     corpus_rates,

@@ -12,7 +12,8 @@ import pytest
 from tokenmill.errors import SlowDocument
 from tokenmill.models import Corpus
 from tokenmill.store import LocalStore
-from tokenmill.training import spills, with_tokenizers
+from tokenmill.training import with_tokenizers
+from tokenmill.training.counting import spills
 from tokenmill.training.patterns import PATTERNS
 from tokenmill.training.regex_limit import Batches, SlowRegex
 from tokenmill.training.spec import resolve_spec

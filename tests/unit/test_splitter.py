@@ -13,7 +13,7 @@ import regex
 
 from tests.regex_equality import CASES, compare, slices
 from tests.services import CORPORA, FIXTURES
-from tokenmill.training import spills
+from tokenmill.training.counting import spills
 from tokenmill.training.patterns import CL100K_PAT_STR, PATTERNS
 from tokenmill.training.splitting import classes, classes_data, piece_table
 from tokenmill.training.splitting.counting import (

@@ -32,9 +32,9 @@ from tokenmill.evaluation.references import PRESET_REFERENCES, load_reference
 from tokenmill.jobs.sentencepiece_extension import MODEL_FILE, sentencepiece_spec
 from tokenmill.models import Corpus, Team, TokenizerVersion
 from tokenmill.store import ObjectStore
+from tokenmill.training.counting.merge import Counts, Pruned, fitted
 from tokenmill.training.export import TIKTOKEN_FILE, manifest_of, sha256
 from tokenmill.training.merge_learner import added_up, learn_merges_from
-from tokenmill.training.pruning import Counts, Pruned, fitted
 from tokenmill.training.spec import BaseSpec, TrainingSpec
 from tokenmill.training.tiktoken_format import parse_rank_file, rank_file
 from tokenmill.training.version_files import TrainedFiles
@@ -110,7 +110,7 @@ def piece_counts(texts: Iterable[str], pattern: str, floor: int = 1, processes: 
     SUPERWORD_SPLIT's spans) counted by the counting children of `library: tokenmill` (every
     core, `training_processes`), each distinct piece once with the copies several children
     counted added up (as arrays: no dictionary of pieces); those seen at least `floor` times,
-    or more if that is what fits `budget` bytes of the learner's memory (tokenmill.training.pruning)."""
+    or more if that is what fits `budget` bytes of the learner's memory (tokenmill.training.counting.merge)."""
     from tokenmill.settings import get_settings
     from tokenmill.training.with_tokenmill import counted_in_children
 

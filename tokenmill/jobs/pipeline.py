@@ -33,7 +33,7 @@ from tokenmill.db import transaction, utcnow
 from tokenmill.errors import JobCancelled, TokenmillError
 from tokenmill.models import Corpus, Status, TokenizerVersion, TrainingJob
 from tokenmill.store import ObjectStore
-from tokenmill.training.counted import Counting, Helpers
+from tokenmill.training.counting.distributed import Counting, Helpers
 from tokenmill.training.mixtures import Drawn
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.version_files import TrainedFiles, train_version_files, training_texts
@@ -135,7 +135,7 @@ def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job:
             trained = _extended(factory, store, job, spec, texts, report, info)
         elif spec.superword is not None:  # SuperBPE: a second stage of merges across whitespace
             from tokenmill.jobs.extension import superword_files
-            from tokenmill.training.pruning import learner_budget
+            from tokenmill.training.counting.merge import learner_budget
 
             trained = superword_files(spec, store, corpora, report, info, limits.regex_seconds,
                                       learner_budget(limits.max_memory))

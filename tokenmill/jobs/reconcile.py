@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.db import transaction, utcnow
 from tokenmill.models import UNFINISHED, Corpus, TokenizerVersion, TrainingJob
 from tokenmill.store import ObjectStore, StoredObject
-from tokenmill.training.counted import forget_finished
+from tokenmill.training.counting.distributed import forget_finished
 
 log = logging.getLogger(__name__)
 

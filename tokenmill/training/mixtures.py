@@ -12,7 +12,7 @@ Each corpus then has a rate, the expected number of copies of each of its docume
 document is read `floor(rate)` times, and once more with probability `rate - floor(rate)`,
 drawn from a generator seeded by the spec's seed and the corpus's id, so a job draws the same
 documents every time, on every worker and for every library. Distributed counting weighs each
-part's counts by its corpus's rate instead of copying text (tokenmill.training.counted).
+part's counts by its corpus's rate instead of copying text (tokenmill.training.counting.distributed).
 
 `deduplicate` drops every document seen earlier in the job's training corpora (exact
 duplicates, by an 8-byte BLAKE2b of its UTF-8): the set of hashes costs 8 bytes a distinct

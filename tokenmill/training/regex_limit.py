@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 
 from tokenmill.errors import InvalidInput
-from tokenmill.training import spills
+from tokenmill.training.counting import spills
 
 REGEX_DOCUMENT_SECONDS = 10.0  # the most one document may keep a custom regex busy
 SHOWN = 80  # characters of a regex a reason quotes

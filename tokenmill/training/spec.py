@@ -196,7 +196,7 @@ class TrainingSpec(BaseModel):
         "empty for none."))
     # "distributed": the corpora are counted in byte ranges by any number of workers, and the
     # merges (rustbpe) or pieces (sentencepiece) learned from the merged counts, pieces seen
-    # fewer than min_frequency times left out (tokenmill.training.counted).
+    # fewer than min_frequency times left out (tokenmill.training.counting.distributed).
     counting: Counting = Field("streamed", description=(
         'distributed: cut the corpora into byte ranges counted by many workers, then learn from the merged '
         'counts (rustbpe, tokenmill or sentencepiece; pieces rarer than min_frequency dropped).'))

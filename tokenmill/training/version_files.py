@@ -16,7 +16,7 @@ from tokenmill.corpora.reading import corpus_documents
 from tokenmill.models import Corpus
 from tokenmill.store import ObjectStore
 from tokenmill.training import with_tokenizers
-from tokenmill.training.counted import Counting, train_counted
+from tokenmill.training.counting.distributed import Counting, train_counted
 from tokenmill.training.export import artifact_files, manifest, sha256
 from tokenmill.training.mixtures import Drawn
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex

@@ -39,7 +39,7 @@ from threading import Thread
 from typing import IO, TYPE_CHECKING, cast
 
 from tokenmill.errors import SlowDocument
-from tokenmill.training import spills
+from tokenmill.training.counting import spills
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SLOW_EXIT, SlowRegex, limit_of, took_over
 from tokenmill.training.text_frames import batches, frames, read_texts, write_frame, write_texts
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # numpy too: a counting child does not import it (20 MiB each
     import numpy.typing as npt
     from tokenizers import Tokenizer
 
-    from tokenmill.training.pruning import Counts
+    from tokenmill.training.counting.merge import Counts
     from tokenmill.training.spec import TrainingSpec
 
 CHILD = "from tokenmill.training.with_tokenmill import serve; serve()"

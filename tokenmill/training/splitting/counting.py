@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 import regex
 
-from tokenmill.training import spills
+from tokenmill.training.counting import spills
 from tokenmill.training.patterns import CL100K_PAT_STR, PATTERNS
 from tokenmill.training.splitting import piece_table, scanner
 from tokenmill.training.splitting.classes import table

@@ -1,5 +1,5 @@
 """Counting a corpus in parts: byte ranges of its stored object and the pieces each holds
-(counted and spilled as `tokenmill.training.spills` says).
+(counted and spilled as `tokenmill.training.counting.spills` says).
 
 - A part is a byte range [start, end) of a stored corpus (stored decompressed, so a ranged read
   lands anywhere). It owns the lines that start inside it: a reader starting mid-line skips to
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from tokenmill.corpora.reading import documents_of
 from tokenmill.models import Corpus
 from tokenmill.store import ObjectStore
+from tokenmill.training.counting.spills import Split, split_by
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.training.spills import Split, split_by
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tokenmill.errors import TokenmillError
-from tokenmill.training.pruning import cost, gathered
+from tokenmill.training.counting.merge import cost, gathered
 
 
 def pieces(n: int, seed: int = 0) -> list[tuple[bytes, int]]:

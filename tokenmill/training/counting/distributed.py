@@ -42,9 +42,10 @@ from tokenmill.errors import InvalidCorpus, JobCancelled, SlowDocument
 from tokenmill.models import UNFINISHED, Corpus, CountPart, Status, TrainingJob
 from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.store import ObjectStore
-from tokenmill.training import piece_counts, spills
+from tokenmill.training.counting import spills
+from tokenmill.training.counting.merge import Counts, gathered, learner_budget
+from tokenmill.training.counting.parts import Part, part_documents, plan, splitter
 from tokenmill.training.mixtures import Drawn, repeated_positions, without_positions
-from tokenmill.training.pruning import Counts, gathered, learner_budget
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, WorkLimits, fail
@@ -89,12 +90,12 @@ def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
     """Count the corpora in parts on every worker that helps, then learn from the merged counts
     (a custom regex may take at most `regex_seconds` on one document here; helpers have their own).
     A mixture's rates weigh each part's counts (`drawn`); a corpus of rate 0 is not counted.
-    The merged counts are kept within the job's memory (tokenmill.training.pruning), what that
+    The merged counts are kept within the job's memory (tokenmill.training.counting.merge), what that
     left out recorded in `lineage` as `pruned`."""
     helpers = counting.helpers
     if drawn is not None:
         corpora = [corpus for corpus, rate in zip(corpora, drawn.weights(corpora)) if rate > 0]
-    parts = piece_counts.plan(corpora, helpers.part_bytes)
+    parts = plan(corpora, helpers.part_bytes)
     _plan(counting, parts)
     if spec.deduplicate:
         assert drawn is not None  # Drawn.of makes one for every deduplicating spec
@@ -135,14 +136,14 @@ def repeats_key(prefix: str, attempt: int, part: int) -> str:
     return f"{counts_prefix(prefix, attempt)}repeats-{part}"
 
 
-def _find_repeats(store: ObjectStore, counting: Counting, parts: list[piece_counts.Part], drawn: Drawn,
+def _find_repeats(store: ObjectStore, counting: Counting, parts: list[Part], drawn: Drawn,
                   report: Report) -> None:
     # One pass over the parts in order, before anyone counts: each part's documents seen in an
     # earlier part (or earlier in it) go beside its counts, for whoever counts it to leave out.
     seen = SeenDocuments()
     for number, part in enumerate(parts):
         report("finding duplicates", 0.0)
-        documents = _Numbered(piece_counts.part_documents(store, part, counting.helpers.max_line_bytes))
+        documents = _Numbered(part_documents(store, part, counting.helpers.max_line_bytes))
         positions, kept_bytes = repeated_positions(documents, seen)
         store.put_bytes(repeats_key(counting.prefix, counting.attempt, number), positions.astype("<i8").tobytes())
         drawn.deduplicated_part(part.corpus, documents.count, len(positions), kept_bytes)
@@ -178,7 +179,7 @@ def _learn(spec: TrainingSpec, counts: Counts, report: Report) -> tuple[Tokenize
     return tokenizer, {}
 
 
-def _plan(counting: Counting, parts: list[piece_counts.Part]) -> None:
+def _plan(counting: Counting, parts: list[Part]) -> None:
     with transaction(counting.factory) as session:
         _forget(session, counting.job_id)  # earlier attempts' parts too
         session.add_all(CountPart(job_id=counting.job_id, attempt=counting.attempt, part=number, corpus_id=part.corpus.id,
@@ -246,11 +247,11 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
     counted = 0
     while (claimed := _claim(factory, job_id, attempt, limits)) is not None:
         row, corpus = claimed
-        split = split or piece_counts.splitter(spec, regex_seconds)
+        split = split or splitter(spec, regex_seconds)
         key = f"{counts_prefix(prefix, attempt)}{row.part}-{row.claims}"
         touch = _Toucher(factory, row, alive)
-        part = piece_counts.Part(corpus, row.start, row.end)
-        documents = piece_counts.part_documents(store, part, max_line_bytes)
+        part = Part(corpus, row.start, row.end)
+        documents = part_documents(store, part, max_line_bytes)
         if spec.deduplicate:
             repeats = np.frombuffer(store.get_bytes(repeats_key(prefix, attempt, row.part)), dtype="<i8")
             documents = without_positions(documents, repeats)

@@ -18,8 +18,8 @@ from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import CountPart, TokenizerVersion, TrainingJob
 from tokenmill.teams import create_team
-from tokenmill.training import piece_counts
-from tokenmill.training.counted import Counting, Helpers, _plan, count_claimed_parts, help_counting
+from tokenmill.training.counting import parts
+from tokenmill.training.counting.distributed import Counting, Helpers, _plan, count_claimed_parts, help_counting
 from tokenmill.training.regex_limit import SlowRegex
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.work.lifecycle import WorkLimits, claim
@@ -113,7 +113,7 @@ def test_any_number_of_workers_and_parts_give_the_files_of_one(sessionmaker, sto
 
 
 def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team_and_corpora):
-    from tokenmill.training import counted
+    from tokenmill.training.counting import distributed
 
     team, corpora = team_and_corpora
     spec = {**RUSTBPE, "counting": "distributed"}
@@ -124,7 +124,7 @@ def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team
     claims = []
 
     def dispatch(job_id, attempt, prefix, count):
-        claims.append(counted._claim(sessionmaker, job_id, attempt, WorkLimits()))
+        claims.append(distributed._claim(sessionmaker, job_id, attempt, WorkLimits()))
 
     limits = WorkLimits(silent_after=1)
     job_id = _job(sessionmaker, team, corpora, spec)
@@ -136,7 +136,7 @@ def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team
 
 HELP_ONCE = """
 import sys, uuid
-from tokenmill.training.counted import help_counting
+from tokenmill.training.counting.distributed import help_counting
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.work.lifecycle import WorkLimits, claim
 from tokenmill.settings import get_settings
@@ -158,7 +158,7 @@ def test_a_helper_past_the_memory_cap_fails_the_job_and_exits(settings, sessionm
     with sessionmaker() as session:
         job = session.get_one(TrainingJob, job_id)
     counting = Counting(sessionmaker, job_id, job.attempts, job_prefix(job), WorkLimits(), Helpers(part_bytes=4096))
-    _plan(counting, piece_counts.plan(corpora, 4096))
+    _plan(counting, parts.plan(corpora, 4096))
     # 1 MiB: less than the interpreter itself, so the guard's first check stops the helper.
     done = subprocess.run([sys.executable, "-c", HELP_ONCE, str(job_id), str(job.attempts), job_prefix(job),
                            str(2**20)], env=process_env(settings, 0), capture_output=True, text=True, timeout=120)
@@ -184,7 +184,7 @@ def test_a_custom_regex_too_slow_on_a_document_of_a_part_fails_the_job_naming_it
     with sessionmaker() as session:
         job = session.get_one(TrainingJob, job_id)
     counting = Counting(sessionmaker, job_id, job.attempts, job_prefix(job), WorkLimits(), Helpers(part_bytes=10**9))
-    _plan(counting, piece_counts.plan([corpora[0], slow], 10**9))
+    _plan(counting, parts.plan([corpora[0], slow], 10**9))
     started = time.monotonic()
     where = "document 41 counted from byte 0 of corpus 'slow-one'"
     if who == "coordinator":
@@ -231,18 +231,18 @@ def test_deduplicated_counting_in_parts_makes_the_files_of_its_streamed_run(sess
 
 def test_merged_counts_past_the_memory_budget_keep_the_frequent_pieces_and_say_so(sessionmaker, store, team_and_corpora,
                                                                                monkeypatch):
-    from tokenmill.training import counted
+    from tokenmill.training.counting import distributed
 
     team, corpora = team_and_corpora
     spec = {**RUSTBPE, "counting": "distributed"}
     full, _ = _training_data_of(sessionmaker, store, team, corpora, spec)
-    monkeypatch.setattr(counted, "learner_budget", lambda max_memory: 2_000)  # about a dozen of its pieces
+    monkeypatch.setattr(distributed, "learner_budget", lambda max_memory: 2_000)  # about a dozen of its pieces
     squeezed, lineage = _training_data_of(sessionmaker, store, team, corpora, spec)
     pruned = lineage["pruned"]
     assert pruned["raised"] and pruned["threshold"] > 1 and pruned["pieces_dropped"] > 0
     assert squeezed != full
     # What it learned from is what min_frequency at that threshold keeps, budget or not.
-    monkeypatch.setattr(counted, "learner_budget", lambda max_memory: None)
+    monkeypatch.setattr(distributed, "learner_budget", lambda max_memory: None)
     at_threshold, _ = _training_data_of(sessionmaker, store, team, corpora, {**spec, "min_frequency": pruned["threshold"]})
     assert at_threshold == squeezed
 

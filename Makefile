@@ -26,7 +26,7 @@ test: install lint
 
 lint: install
 	$(BIN)/ruff check tokenmill service workers tests benchmarks migrations
-	# The core type-checks strictly ([tool.mypy] in pyproject.toml).
+	# The core, the service and the workers type-check strictly ([tool.mypy] in pyproject.toml).
 	$(BIN)/mypy
 
 # Rewrite requirements.lock from pyproject.toml (needs uv: `.venv/bin/pip install uv`).

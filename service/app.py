@@ -1,6 +1,7 @@
 """The FastAPI application factory; long-lived clients are built in the lifespan."""
 
 import logging
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
@@ -49,7 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     check_secret_key(settings)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = make_engine(settings.database_url, settings.api_database_pool_size, settings.api_database_max_overflow,
                              settings.api_database_pool_timeout)
         app.state.sessionmaker = make_sessionmaker(engine)

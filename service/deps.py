@@ -43,22 +43,26 @@ SessionDep = Annotated[Session, Depends(get_session)]
 
 def get_sessionmaker(request: Request) -> sessionmaker[Session]:
     """For routes that must not hold a session while they stream: they open short transactions."""
-    return request.app.state.sessionmaker
+    factory: sessionmaker[Session] = request.app.state.sessionmaker
+    return factory
 
 
 SessionmakerDep = Annotated[sessionmaker[Session], Depends(get_sessionmaker)]
 
 
 def get_store(request: Request) -> ObjectStore:
-    return request.app.state.store
+    store: ObjectStore = request.app.state.store
+    return store
 
 
 def get_queue(request: Request) -> Queue:
-    return request.app.state.queue
+    queue: Queue = request.app.state.queue
+    return queue
 
 
 def get_app_settings(request: Request) -> Settings:
-    return request.app.state.settings
+    settings: Settings = request.app.state.settings
+    return settings
 
 
 StoreDep = Annotated[ObjectStore, Depends(get_store)]
@@ -72,7 +76,7 @@ API_KEY = HTTPBearer(auto_error=False, description="the team's API key")
 
 def get_team(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(API_KEY)]) -> Team:
     """The team whose API key the Authentication middleware found (it answers 401 itself otherwise)."""
-    team = getattr(request.state, TEAM_STATE, None)
+    team: Team | None = getattr(request.state, TEAM_STATE, None)
     if team is None:
         raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
     return team

@@ -19,7 +19,7 @@ scrape each), and Prometheus' multiprocess mode.
 import logging
 from collections.abc import Iterator
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, GaugeHistogramMetricFamily, GaugeMetricFamily, Metric
@@ -56,7 +56,7 @@ class Metrics:
         """`state` is the app's state: the collectors find its `sessionmaker` there once the app started."""
         # A `_created` series beside each counter and histogram doubles what is sent for what the text format
         # does not use. The switch is process-wide: this process's only registries are its apps'.
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
         self.registry = CollectorRegistry()
         self.requests = Counter("tokenmill_http_requests", "Requests answered, by route template, method and status",
                                 ["route", "method", "status"], registry=self.registry)
@@ -129,7 +129,9 @@ def _work_families(session: Session, now: datetime) -> list[Metric]:
         finished = _durations(session, model, now - DURATION_WINDOW)
         for status in TIMED:
             counts, total, seconds = finished.get(status.value, ([0] * len(DURATION_BUCKETS), 0, 0.0))
-            buckets = [(floatToGoString(bound), count) for bound, count in zip(DURATION_BUCKETS, counts)]
+            # floatToGoString is unannotated in prometheus_client: it formats a bound as the text format does ("5.0").
+            buckets = [(floatToGoString(bound), count)  # type: ignore[no-untyped-call]
+                       for bound, count in zip(DURATION_BUCKETS, counts)]
             durations.add_metric([kind, status.value], [*buckets, ("+Inf", total)], seconds)
     return [queued, running, durations]
 
@@ -161,7 +163,8 @@ def _durations(session: Session, model: type[TrainingJob] | type[EvaluationRun],
 
 def _seconds_between(session: Session, start: Any, end: Any) -> ColumnElement[float]:
     if session.get_bind().dialect.name == "postgresql":
-        return extract("epoch", end - start)
+        # SQLAlchemy types EXTRACT as an integer; the epoch of an interval is fractional seconds.
+        return cast(ColumnElement[float], extract("epoch", end - start))
     return (func.julianday(end) - func.julianday(start)) * 86400.0  # SQLite: days as a real number
 
 

@@ -18,6 +18,7 @@ line per request: it runs on every one.
 
 import re
 import time
+from collections.abc import Iterable
 
 from fastapi.routing import iter_route_contexts
 from starlette.concurrency import run_in_threadpool
@@ -183,7 +184,8 @@ class Telemetry:
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
+    headers: Iterable[tuple[bytes, bytes]] = scope["headers"]  # the ASGI spec's type
+    for key, value in headers:
         if key == name:
             return value.decode("latin-1")
     return None

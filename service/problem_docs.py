@@ -9,7 +9,9 @@ validation error) is replaced: the API answers problem+json there too (service/p
 """
 
 import json
+from collections.abc import Callable
 from http import HTTPStatus
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
@@ -56,7 +58,7 @@ def _has(dependant: Dependant, kind: str) -> bool:
     return bool(getattr(dependant, kind)) or any(_has(sub, kind) for sub in dependant.dependencies)
 
 
-def _calls(dependant: Dependant, calls: tuple) -> bool:
+def _calls(dependant: Dependant, calls: tuple[Callable[..., Any], ...]) -> bool:
     return dependant.call in calls or any(_calls(sub, calls) for sub in dependant.dependencies)
 
 
@@ -64,7 +66,7 @@ def document(app: FastAPI) -> None:
     """Make the app's OpenAPI document name each /v1 operation's error statuses as problems."""
     generate = app.openapi
 
-    def openapi() -> dict:
+    def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             app.openapi_schema = with_problems(generate(), app)
         return app.openapi_schema
@@ -72,7 +74,7 @@ def document(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def with_problems(schema: dict, app: FastAPI) -> dict:
+def with_problems(schema: dict[str, Any], app: FastAPI) -> dict[str, Any]:
     """The schema with every /v1 operation's error responses as application/problem+json (a
     status the route declares itself keeps its description)."""
     reference = {"$ref": "#/components/schemas/Problem"}

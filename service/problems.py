@@ -15,7 +15,9 @@ log lines carry (service/logs.py). A refusal at a quota is counted by quota (ser
 
 import logging
 import uuid
+from collections.abc import Mapping
 from http import HTTPStatus
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -34,8 +36,9 @@ MEDIA_TYPE = "application/problem+json"
 RETRY_AFTER_SECONDS = 5
 
 
-def problem(status: int, title: str, detail: str, headers: dict[str, str] | None = None, **extra) -> JSONResponse:
-    body = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+def problem(status: int, title: str, detail: str, headers: Mapping[str, str] | None = None,
+            **extra: object) -> JSONResponse:
+    body: dict[str, object] = {"type": "about:blank", "title": title, "status": status, "detail": detail}
     body.update({key: value for key, value in extra.items() if value is not None})
     headers = dict(headers or {})
     request_id = REQUEST_ID.get()
@@ -101,7 +104,7 @@ def _unexpected(request: Request, exc: Exception) -> JSONResponse:
                    "it has been logged", instance=request.url.path)
 
 
-def _field_error(err: dict) -> dict[str, str]:
+def _field_error(err: dict[str, Any]) -> dict[str, str]:
     if err.get("type") == "json_invalid":
         # loc is ("body", <character position>): name the body, say where it broke.
         position = err["loc"][-1] if len(err["loc"]) > 1 else "?"
@@ -128,9 +131,10 @@ def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
 
 def install(app: FastAPI) -> None:
     """Render every error as problem+json: domain, validation and HTTP errors, faults, and the unexpected."""
-    app.add_exception_handler(TokenmillError, domain_problem)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(HTTPException, _http_error)
+    # FastAPI's exception_handler(...) registers with add_exception_handler, typed for a handler of one exception class.
+    app.exception_handler(TokenmillError)(domain_problem)
+    app.exception_handler(RequestValidationError)(_validation_error)
+    app.exception_handler(HTTPException)(_http_error)
     for error in DATABASE_AWAY:
         app.add_exception_handler(error, _database_unavailable)
     for error in POOL_BUSY:

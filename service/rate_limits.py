@@ -14,6 +14,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 
 from tokenmill.errors import RateLimited
 
@@ -21,7 +22,7 @@ MAX_KEYS = 100_000  # buckets kept; the least recently used is forgotten (it was
 
 
 class TokenBuckets:
-    def __init__(self, burst: int, clock=time.monotonic) -> None:
+    def __init__(self, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.burst, self.clock = burst, clock
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, when)
         self._lock = threading.Lock()

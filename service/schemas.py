@@ -109,12 +109,12 @@ class JobOut(BaseModel):
     reached_vocab_size: int | None = None  # its version's vocab_size, once it succeeded (see `of`)
     noted: dict[str, Any] | None = Field(None, exclude=True)  # its version's lineage, as far as the notes read it
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]  # mypy cannot type a decorated property (pydantic's advice)
     @property
     def requested_vocab_size(self) -> int | None:
         return self.spec.get("vocab_size")
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]  # mypy cannot type a decorated property (pydantic's advice)
     @property
     def notes(self) -> list[str]:
         """What a person should know of the job's result (a vocabulary smaller than asked for), as its version says."""
@@ -155,12 +155,13 @@ class VersionOut(BaseModel):
     job_id: uuid.UUID | None
     created_at: datetime
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]  # mypy cannot type a decorated property (pydantic's advice)
     @property
     def requested_vocab_size(self) -> int:
-        return self.spec.get("vocab_size", self.vocab_size)
+        requested: int = self.spec.get("vocab_size", self.vocab_size)
+        return requested
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]  # mypy cannot type a decorated property (pydantic's advice)
     @property
     def notes(self) -> list[str]:
         """What a person should know of this version (a vocabulary smaller than asked for)."""

@@ -2,7 +2,7 @@
 stored version replaying its merges on a sample; `mode` says which."""
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field, RootModel
 
@@ -46,16 +46,19 @@ class ReplayedState(StateOut):
     next: ReplayedMerge | None
 
 
-class RunOut(BaseModel):
+S = TypeVar("S", bound=StateOut)  # a run's states: StateOut learning on a corpus, ReplayedState replaying a version
+
+
+class RunOut(BaseModel, Generic[S]):
     total_steps: int
     done: bool = Field(description="the merges ran out before `steps`")
     next_start: int | None = Field(description="where to ask again, when this answer was cut short")
     merges: list[MergeOut]
     vocabulary: list[str] = Field(description="the final one: the alphabet by code point, then each merge's token")
-    states: list[StateOut]
+    states: list[S]
 
 
-class CorpusSteps(RunOut):
+class CorpusSteps(RunOut[StateOut]):
     mode: Literal["corpus"]
     tie_break: Literal["first_seen", "tokenizers"]
     tie_break_label: str
@@ -69,14 +72,13 @@ class SampleOut(BaseModel):
     truncated: bool
 
 
-class VersionSteps(RunOut):
+class VersionSteps(RunOut[ReplayedState]):
     mode: Literal["version"]
     tokenizer: str
     version: int
     corpus_id: uuid.UUID
     corpus_name: str
     sample: SampleOut
-    states: list[ReplayedState]
 
 
 class BpeStepsOut(RootModel[Annotated[CorpusSteps | VersionSteps, Field(discriminator="mode")]]):

@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import IO, TypeVar
+from typing import BinaryIO, ParamSpec, TypeVar, cast
 
 import anyio.from_thread
 import anyio.lowlevel
@@ -63,6 +63,7 @@ UPLOAD_THREADS = ThreadPoolExecutor(MAX_STREAMING_UPLOADS, thread_name_prefix="t
 COMPUTING = Turns(max(1, (os.cpu_count() or 1) - 1))
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class UploadsInFlight:
@@ -92,10 +93,11 @@ class UploadsInFlight:
 
 
 def uploads_in_flight(request: Request, team_id: uuid.UUID) -> int:
-    return request.app.state.uploads.count(team_id)
+    uploads: UploadsInFlight = request.app.state.uploads
+    return uploads.count(team_id)
 
 
-async def run_upload(func: Callable[..., T], *args, **kwargs) -> T:
+async def run_upload(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """Run the synchronous consumer of an upload's file in an upload thread (it pulls the file with
     `file_chunks`), in the request's context: its log lines carry the request's id."""
     context = contextvars.copy_context()
@@ -147,7 +149,7 @@ class MultipartUpload:
         while piece := anyio.from_thread.run(self._next_piece, token=self._loop):
             yield piece
 
-    def spooled_file(self) -> IO[bytes]:
+    def spooled_file(self) -> BinaryIO:
         """The whole file, spooled, with the fields after it read into `fields`: for a thread other than the loop's."""
         spool = tempfile.SpooledTemporaryFile(max_size=CHUNK)
         try:
@@ -157,7 +159,7 @@ class MultipartUpload:
             spool.close()
             raise
         spool.seek(0)
-        return spool
+        return cast(BinaryIO, spool)  # binary (the spool's default mode, w+b); typeshed types it IO[bytes]
 
     async def _next_piece(self) -> bytes:
         while self._file_bytes < CHUNK and self._file_state == "reading":

@@ -28,9 +28,9 @@ class Base(DeclarativeBase):
 
 
 # The database did not answer: its server is down, restarting or unreachable.
-DATABASE_AWAY: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
+DATABASE_AWAY: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
 # Every connection of a process's pool stayed in use while it waited: load, not an outage.
-POOL_BUSY: tuple[type[BaseException], ...] = (PoolTimeout,)
+POOL_BUSY: tuple[type[Exception], ...] = (PoolTimeout,)
 
 
 def utcnow() -> datetime:

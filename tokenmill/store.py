@@ -19,7 +19,7 @@ from botocore.exceptions import ConnectionClosedError, ConnectTimeoutError, Endp
 CHUNK = 1024 * 1024
 PART = ".part-"  # a local write in progress
 # Faults of the store worth a retry: the endpoint is away or slow, not the request wrong.
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
     ConnectionError, TimeoutError, EndpointConnectionError, ConnectionClosedError, ConnectTimeoutError, ReadTimeoutError,
 )
 

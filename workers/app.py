@@ -1,6 +1,7 @@
 """The Celery app: configuration and task names only; the settings are read when it is configured."""
 
 import os
+from typing import Any
 
 from celery import Celery
 
@@ -14,7 +15,7 @@ app = Celery("tokenmill", include=["workers.tasks"])
 
 
 @app.on_configure.connect
-def configure(sender: Celery, **_) -> None:
+def configure(sender: Celery, **_: Any) -> None:
     settings = get_settings()
     url, options = celery_broker(settings)
     sender.conf.update(

@@ -8,10 +8,12 @@ upkeep (sweeper, reconciliation) is not here but in its own process (workers/upk
 import uuid
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 from celery import group
 from celery.exceptions import TimeLimitExceeded
 from celery.signals import worker_init, worker_process_init
+from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora.statistics_runs import abandon_statistics, run_next_statistics
 from tokenmill.db import make_engine, make_sessionmaker
@@ -19,7 +21,7 @@ from tokenmill.errors import TransientError
 from tokenmill.evaluation.pipeline import abandon_run, run_next_evaluation
 from tokenmill.jobs.pipeline import abandon_job, run_next_job
 from tokenmill.settings import get_settings
-from tokenmill.store import open_store
+from tokenmill.store import ObjectStore, open_store
 from tokenmill.training.counting.distributed import Helpers, help_counting
 from tokenmill.work import task_names
 from tokenmill.work.lifecycle import TIME_LIMIT, TRANSIENT, WorkLimits
@@ -27,14 +29,14 @@ from workers.app import app
 
 
 @lru_cache
-def resources():
+def resources() -> tuple[sessionmaker[Session], ObjectStore]:
     """The session factory and store of this worker process (rebuilt after each fork)."""
     settings = get_settings()
     return make_sessionmaker(make_engine(settings.database_url)), open_store(settings.storage_url, settings.s3_endpoint_url)
 
 
 @worker_init.connect
-def compile_before_forking(**_) -> None:
+def compile_before_forking(**_: Any) -> None:
     # In the worker's main process, before its children are forked: they inherit the compiled
     # merge learner and splitter instead of each compiling them inside a job's memory limit.
     from tokenmill.training.merge_learner import warm_up
@@ -45,7 +47,7 @@ def compile_before_forking(**_) -> None:
 
 
 @worker_process_init.connect
-def reset_after_fork(**_) -> None:
+def reset_after_fork(**_: Any) -> None:
     # Connections must not cross a fork: each child builds its own engine and store clients,
     # now, before any task's time limit runs (the S3 client's imports alone take a second or
     # more on a busy machine).
@@ -61,10 +63,14 @@ ABANDON = {
 }
 
 
+# What a train or evaluate task is sent again for: the row is due again, or the database was away.
+RETRIED: tuple[type[BaseException], ...] = (TransientError, *TRANSIENT)
+
+
 class LimitedTask(app.Task):
     """A task whose hard time limit fails its row at once (not minutes later, by the sweeper)."""
 
-    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
+    def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
         # On a hard time limit Celery calls this in the worker's main process after killing
         # the child: use a short-lived engine there, never one a forked child could inherit.
         if not isinstance(exc, TimeLimitExceeded) or self.name not in ABANDON:
@@ -78,7 +84,7 @@ class LimitedTask(app.Task):
             engine.dispose()
 
 
-def sender(task, argument: str) -> Callable[[uuid.UUID], None]:
+def sender(task: Any, argument: str) -> Callable[[uuid.UUID], None]:
     """Sends `task` for a row, by its id, with the usual expiry."""
     expires = get_settings().task_expires
     return lambda row_id: task.apply_async(kwargs={argument: str(row_id)}, expires=expires)
@@ -97,14 +103,14 @@ def send_counters(job_id: uuid.UUID, attempt: int, prefix: str, helpers: int) ->
 
 
 @app.task(name=task_names.TRAIN, base=LimitedTask, bind=True, ignore_result=True, max_retries=3)
-def train(self, job_id: str) -> str:
+def train(self: Any, job_id: str) -> str:
     factory, store = resources()
     settings = get_settings()
     helpers = Helpers(send_counters, settings.count_helpers, settings.count_part_bytes, settings.max_line_bytes)
     try:
         return run_next_job(factory, store, uuid.UUID(job_id), WorkLimits.of(settings), helpers, self.request.id,
                             sender(train, "job_id"))
-    except (TransientError, *TRANSIENT) as exc:  # the claim itself may find the database away
+    except RETRIED as exc:  # the claim itself may find the database away
         raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries)) from exc
 
 
@@ -119,17 +125,17 @@ def count_parts(job_id: str, attempt: int, prefix: str) -> int:
 
 
 @app.task(name=task_names.EVALUATE, base=LimitedTask, bind=True, ignore_result=True, max_retries=3)
-def evaluate(self, run_id: str) -> str:
+def evaluate(self: Any, run_id: str) -> str:
     factory, store = resources()
     try:
         return run_next_evaluation(factory, store, uuid.UUID(run_id), WorkLimits.of(get_settings()), self.request.id,
                                    sender(evaluate, "run_id"))
-    except (TransientError, *TRANSIENT) as exc:
+    except RETRIED as exc:
         raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries)) from exc
 
 
 @app.task(name=task_names.STATISTICS, base=LimitedTask, bind=True, ignore_result=True)
-def corpus_statistics(self, corpus_id: str) -> bool:
+def corpus_statistics(self: Any, corpus_id: str) -> bool:
     factory, store = resources()
     return run_next_statistics(factory, store, uuid.UUID(corpus_id), WorkLimits.of(get_settings()), self.request.id,
                                sender(corpus_statistics, "corpus_id"))

@@ -25,7 +25,7 @@ router = APIRouter(prefix="/v1/bpe", tags=["bpe"])
 
 
 @router.post("/steps", response_model=BpeStepsOut)
-def steps(body: BpeStepsIn, session: SessionDep, store: StoreDep, team: BpeStepsTeamDep):
+def steps(body: BpeStepsIn, session: SessionDep, store: StoreDep, team: BpeStepsTeamDep) -> Response:
     """Every step's state: the words as tokens, all pair counts (ranked), the merge, the vocabulary so far.
 
     A version's sample is split in a sandbox process first: all of them busy is a 503 with Retry-After.

@@ -1,6 +1,7 @@
 """/v1/evaluations (queued like training), the fertility matrix, and reference playground encoding."""
 
 import uuid
+from typing import Any
 
 from fastapi import APIRouter, Request
 
@@ -16,7 +17,7 @@ router = APIRouter(prefix="/v1", tags=["evaluations"])
 
 @router.post("/evaluations", status_code=202, response_model=EvaluationRunOut)
 def create_evaluation(request: Request, body: EvaluationIn, session: SessionDep, queue: QueueDep,
-                      team: ExpensiveTeamDep):
+                      team: ExpensiveTeamDep) -> dict[str, Any]:
     run = submit_run(session, team, body.tokenizer, body.version, body.reference, body.corpora,
                      team_quotas(request, team.id).queued_jobs)
     session.commit()
@@ -25,15 +26,15 @@ def create_evaluation(request: Request, body: EvaluationIn, session: SessionDep,
 
 
 @router.get("/evaluations/{run_id}", response_model=EvaluationRunOut)
-def read_evaluation(session: SessionDep, team: TeamDep, run_id: uuid.UUID):
+def read_evaluation(session: SessionDep, team: TeamDep, run_id: uuid.UUID) -> dict[str, Any]:
     return run_out(session, get_run(session, team, run_id))
 
 
 @router.get("/dashboard/fertility", response_model=FertilityMatrixOut)
-def dashboard_fertility(session: SessionDep, team: TeamDep, tokenizer: str | None = None):
+def dashboard_fertility(session: SessionDep, team: TeamDep, tokenizer: str | None = None) -> dict[str, Any]:
     return fertility_matrix(session, team, tokenizer)
 
 
 @router.post("/references/{name}/encode", response_model=EncodeOut)
-def encode_reference(body: EncodeIn, team: ExpensiveTeamDep, name: str):
+def encode_reference(body: EncodeIn, team: ExpensiveTeamDep, name: str) -> dict[str, Any]:
     return encode_with_reference(name, body.text)

@@ -5,9 +5,11 @@ exception's text) goes to the log, never to the caller.
 """
 
 import logging
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
 
 from service.schemas import HealthOut
 
@@ -19,9 +21,9 @@ UNAVAILABLE = "unavailable"
 
 
 @router.get("/healthz", response_model=HealthOut, responses={503: {"model": HealthOut, "description": "a check failed"}})
-def healthz(request: Request, response: Response):
+def healthz(request: Request, response: Response) -> dict[str, Any]:
     state = request.app.state
-    checks = {}
+    checks: dict[str, str] = {}
     for name, probe in (
         ("database", lambda: _database(state.health_sessionmaker)),
         ("broker", state.queue.ping),
@@ -38,6 +40,6 @@ def healthz(request: Request, response: Response):
     return {"status": "ok" if healthy else UNAVAILABLE, "checks": checks}
 
 
-def _database(factory) -> None:
+def _database(factory: sessionmaker[Session]) -> None:
     with factory() as session:
         session.execute(text("SELECT 1"))

@@ -1,7 +1,7 @@
 """/v1/jobs: submit (idempotent), read, list, cancel."""
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
@@ -22,7 +22,7 @@ def create_job(
     queue: QueueDep,
     team: ExpensiveTeamDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
-):
+) -> JSONResponse:
     check_text(idempotency_key, IDEMPOTENCY_FIELD)
     job, created = submit_job(session, team, body.tokenizer, body.spec, body.train_corpora,
                               body.eval_corpora, idempotency_key, team_quotas(request, team.id).queued_jobs)
@@ -34,18 +34,18 @@ def create_job(
 
 
 @router.get("", response_model=Listing[JobOut])
-def read_jobs(session: SessionDep, team: TeamDep, page: PageDep, status: str | None = None):
+def read_jobs(session: SessionDep, team: TeamDep, page: PageDep, status: str | None = None) -> dict[str, Any]:
     rows, total = list_jobs(session, team, page, status)
     return {"items": JobOut.of(session, rows), "total": total, "page": page.page, "limit": page.limit}
 
 
 @router.get("/{job_id}", response_model=JobOut)
-def read_job(session: SessionDep, team: TeamDep, job_id: uuid.UUID):
+def read_job(session: SessionDep, team: TeamDep, job_id: uuid.UUID) -> JobOut:
     return JobOut.one(session, get_job(session, team, job_id))
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut)
-def cancel(session: SessionDep, team: TeamDep, job_id: uuid.UUID):
+def cancel(session: SessionDep, team: TeamDep, job_id: uuid.UUID) -> JobOut:
     job = cancel_job(session, team, job_id)
     session.commit()
     return JobOut.one(session, job)

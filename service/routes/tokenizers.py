@@ -3,11 +3,14 @@
 
 import json
 import threading
+import uuid
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi.responses import Response, StreamingResponse
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from service.deps import (
@@ -42,20 +45,22 @@ router = APIRouter(prefix="/v1/tokenizers", tags=["tokenizers"])
 
 BINARY = {"schema": {"type": "string", "format": "binary"}}
 # What the downloads answer (service/downloads.py): a file's media type follows its suffix.
-BUNDLE = {200: {"description": "every file of the version under a folder named for it",
-                "content": {"application/gzip": BINARY}}}
-FILE = {200: {"description": "one file of the version",
-              "content": dict.fromkeys((*MEDIA_TYPES.values(), "application/octet-stream"), BINARY)}}
+BUNDLE: dict[int | str, dict[str, Any]] = {
+    200: {"description": "every file of the version under a folder named for it",
+          "content": {"application/gzip": BINARY}}}
+FILE: dict[int | str, dict[str, Any]] = {
+    200: {"description": "one file of the version",
+          "content": dict.fromkeys((*MEDIA_TYPES.values(), "application/octet-stream"), BINARY)}}
 
 
 @router.get("", response_model=Listing[TokenizerOut])
-def read_names(session: SessionDep, team: TeamDep, page: PageDep):
+def read_names(session: SessionDep, team: TeamDep, page: PageDep) -> dict[str, Any]:
     rows, total = list_names(session, team, page)
     return {"items": rows, "total": total, "page": page.page, "limit": page.limit}
 
 
 @router.get("/{name}/versions", response_model=Listing[VersionOut])
-def read_versions(session: SessionDep, team: TeamDep, page: PageDep, name: str):
+def read_versions(session: SessionDep, team: TeamDep, page: PageDep, name: str) -> dict[str, Any]:
     rows, total = list_versions(session, team, name, page)
     return {"items": rows, "total": total, "page": page.page, "limit": page.limit}
 
@@ -75,7 +80,7 @@ IMPORT_FIELDS = ("pat_str", "special_tokens")
 
 @router.post("/{name}/versions", status_code=201, response_model=VersionOut, openapi_extra=IMPORT_FORM)
 async def import_tokenizer(request: Request, factory: SessionmakerDep, store: StoreDep, queue: QueueDep,
-                           team: ExpensiveTeamDep, settings: SettingsDep, name: str):
+                           team: ExpensiveTeamDep, settings: SettingsDep, name: str) -> TokenizerVersion:
     """A tokenizer the team uploads becomes the next version of `name`, evaluated on the team's corpora."""
     check_tokenizer_name(name)
     upload = MultipartUpload(request, before_file=IMPORT_FIELDS)
@@ -105,7 +110,7 @@ def _bounded_file(upload: MultipartUpload, limit: int) -> bytes:
     return b"".join(pieces)
 
 
-def _spooled_chunks(upload: MultipartUpload):
+def _spooled_chunks(upload: MultipartUpload) -> Iterator[bytes]:
     with upload.spooled_file() as spool:
         while chunk := spool.read(1 << 20):
             yield chunk
@@ -124,7 +129,8 @@ def _special_tokens(raw: str | None) -> dict[str, int] | None:
     return value
 
 
-def _queue_evaluation(request: Request, factory, team: Team, row: TokenizerVersion):
+def _queue_evaluation(request: Request, factory: sessionmaker[Session], team: Team,
+                      row: TokenizerVersion) -> uuid.UUID | None:
     """An evaluation run of the imported version on all of the team's corpora (none: no run)."""
     with transaction(factory) as session:
         try:
@@ -136,22 +142,23 @@ def _queue_evaluation(request: Request, factory, team: Team, row: TokenizerVersi
 
 
 @router.get("/{name}/versions/{version}", response_model=VersionOut)
-def read_version(session: SessionDep, team: TeamDep, name: str, version: str):
+def read_version(session: SessionDep, team: TeamDep, name: str, version: str) -> TokenizerVersion:
     return get_version(session, team, name, version)
 
 
 @router.get("/{name}/versions/{version}/bundle.tar.gz", response_class=Response, responses=BUNDLE)
-def download_bundle(session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str):
+def download_bundle(session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str) -> Response:
     return bundle_response(store, get_version(session, team, name, version))
 
 
 @router.get("/{name}/versions/{version}/files/{filename}", response_class=Response, responses=FILE)
-def download_file(session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str, filename: str):
+def download_file(session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str,
+                  filename: str) -> StreamingResponse:
     return file_response(store, get_version(session, team, name, version), filename)
 
 
 @router.get("/{name}/versions/{version}/evaluations", response_model=VersionEvaluationsOut)
-def read_evaluations(session: SessionDep, team: TeamDep, name: str, version: str):
+def read_evaluations(session: SessionDep, team: TeamDep, name: str, version: str) -> dict[str, Any]:
     row = get_version(session, team, name, version)
     return {"name": row.name, "version": row.version, "items": version_evaluations(session, team, row),
             "vocab_curve": version_curve(session, team, row)}
@@ -159,14 +166,14 @@ def read_evaluations(session: SessionDep, team: TeamDep, name: str, version: str
 
 @router.post("/{name}/versions/{version}/encode", response_model=EncodeOut)
 def encode(request: Request, body: EncodeIn, session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str,
-           version: str):
+           version: str) -> dict[str, Any]:
     row = get_version(session, team, name, version)
     release(session)  # the encode may take its whole time limit
     return encode_with_version(store, row, body.text, body.sampling)
 
 
 @router.get("/{name}/versions/{version}/report", response_model=CostReportOut)
-def read_report(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str, version: str):
+def read_report(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str, version: str) -> Response:
     """What the version costs next to GPT-2, cl100k_base and o200k_base (tokenmill.playground.cost_report)."""
     row = get_version(session, team, name, version)
     key = (row.id, evaluations_stamp(session, team))
@@ -205,7 +212,8 @@ _REPORTS = _Kept(64)
 
 
 @router.get("/{name}/versions/{version}/vocabulary", response_model=VocabularyOut)
-def read_vocabulary(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str, version: str):
+def read_vocabulary(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str,
+                    version: str) -> dict[str, object]:
     row = get_version(session, team, name, version)
     release(session)  # counting may take a sandbox process's while
     return vocabulary_report(store, row)

@@ -142,7 +142,9 @@ def new_signin_nonce() -> str:
 
 def signin_nonce_matches(request: Request, posted: str | None) -> bool:
     cookie = request.cookies.get(SIGNIN_COOKIE)
-    return bool(cookie) and bool(posted) and same_secret(str(posted), cookie)
+    if not cookie or not posted:
+        return False
+    return same_secret(str(posted), cookie)
 
 
 def safe_next(target: str | None) -> str:

@@ -15,12 +15,13 @@ so a step never re-sends them.
 import math
 import uuid
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from markupsafe import Markup, escape
 from pydantic import ValidationError
+from sqlalchemy.orm import Session
 
 from service.deps import SessionDep, StoreDep, spend_dashboard_request
 from service.web.auth import ScriptSessionDep, WebSessionDep
@@ -70,9 +71,10 @@ def pair_chart(state: State, chart_id: str = "bpe-chart", shown: Shown = str) ->
     the sample: then it gets a bar of its own at the bottom, so the chart always shows it.
     """
     bars = list(state.pairs[:BARS])
-    chosen = state.next.pair if state.next else None
-    if chosen and all(pair != chosen for pair, _ in bars):
-        bars.append((chosen, state.next.count))
+    following = state.next
+    chosen = following.pair if following else None
+    if following and chosen and all(pair != chosen for pair, _ in bars):
+        bars.append((chosen, following.count))
     if not bars:
         return Markup(f'<p class="empty" id="{chart_id}">No adjacent pairs left: every word is one token.</p>')
 
@@ -91,8 +93,9 @@ def pair_chart(state: State, chart_id: str = "bpe-chart", shown: Shown = str) ->
                  f'text-anchor="middle" {FONT}>{tick_label(t)}</text>' for t in ticks]
         for i, (pair, count) in enumerate(bars):
             y = top + i * (bar + gap)
-            highlighted = pair == chosen
-            colour = (MARK if state.next.count == 0 else PALETTE[0]) if highlighted else OTHER_BARS
+            highlighted = pair == chosen  # only when there is a next merge (chosen is None without one)
+            unseen = following is not None and following.count == 0
+            colour = (MARK if unseen else PALETTE[0]) if highlighted else OTHER_BARS
             weight, marked = (' font-weight="700"', ' data-next="true"') if highlighted else ("", "")
             length = max(count * scale, 1)
             parts.append(f'<text x="{left - 6}" y="{y + bar / 2 + 4}" text-anchor="end" {FONT}{weight}>'
@@ -111,7 +114,7 @@ def pair_chart(state: State, chart_id: str = "bpe-chart", shown: Shown = str) ->
     return responsive(chart_id, draw)
 
 
-def shower(session, team: Team, tokenizer: str | None, version: str) -> Shown:
+def shower(session: Session, team: Team, tokenizer: str | None, version: str) -> Shown:
     """How the page shows a run's tokens: a replayed version's as its tokens read (byte-level "Ġthe"
     as "␣the", "▁" as "␣", a cut character's bytes as <0xD0>); a typed corpus's as they are."""
     if not tokenizer:
@@ -149,7 +152,7 @@ def run_heading(about: dict[str, Any]) -> str:
             f"{about['corpus_name']}{cut}")
 
 
-def corpus_options(session, team: Team) -> list[Corpus]:
+def corpus_options(session: Session, team: Team) -> list[Corpus]:
     return list(session.scalars(newest_corpora(team.id).limit(CORPORA_LISTED)))
 
 
@@ -161,7 +164,8 @@ def request_body(corpus: str | None, tie_break: str, end_of_word: bool, step: in
             parsed = uuid.UUID(corpus_id or "")
         except ValueError:
             raise InvalidInput("choose one of the team's corpora to sample", field="corpus_id") from None
-        fields = {"tokenizer": tokenizer, "version": version or "latest", "corpus_id": parsed, "lines": lines}
+        fields: dict[str, Any] = {"tokenizer": tokenizer, "version": version or "latest", "corpus_id": parsed,
+                                  "lines": lines}
     else:
         fields = {"corpus": DEFAULT_CORPUS if corpus is None else corpus, "tie_break": tie_break,
                   "end_of_word": end_of_word}
@@ -182,7 +186,7 @@ def bpe_page(request: Request, session: SessionDep, store: StoreDep, web: WebSes
              tokenizer: Annotated[str | None, Query(max_length=200)] = None,
              version: Annotated[str, Query(max_length=40)] = "latest",
              corpus_id: Annotated[str | None, Query(max_length=40)] = None,
-             lines: Annotated[int, Query(ge=1, le=MAX_SAMPLE_LINES)] = SAMPLE_LINES):
+             lines: Annotated[int, Query(ge=1, le=MAX_SAMPLE_LINES)] = SAMPLE_LINES) -> HTMLResponse:
     # A first visit has no corpus in its query: the article's, with its marker. After that an
     # unticked checkbox is simply absent from the query, so absent means off.
     marker = True if corpus is None else end_of_word
@@ -196,9 +200,10 @@ def bpe_page(request: Request, session: SessionDep, store: StoreDep, web: WebSes
                                "error": None, "mode": "version" if tokenizer else "corpus"}
     try:
         body = request_body(corpus, tie_break, marker, step, tokenizer, version, corpus_id, lines)
-        run, about = compute(session, store, web.team, body, lambda: release(session), count=1)
+        computed, about = compute(session, store, web.team, body, lambda: release(session), count=1)
     except InvalidInput as exc:  # the form says what to fix; a version or corpus not found is a 404 page
         return render(request, "bpe.html", web, status_code=exc.status, **{**context, "error": exc}, run=None)
+    run = cast(Run, computed)  # without as_json, compute returns the Run itself (the JSON text is the API's)
     state = run.states[0]
     shown = shower(session, web.team, tokenizer, version)
     return render(request, "bpe.html", web, **context, run=run, about=about, state=state, heading=run_heading(about),
@@ -215,11 +220,13 @@ def carried_fields(values: dict[str, Any], mode: str) -> list[tuple[str, str]]:
 
 
 @router.post("/bpe/steps")
-def bpe_states(request: Request, body: BpeStepsIn, session: SessionDep, store: StoreDep, web: ScriptSessionDep):
+def bpe_states(request: Request, body: BpeStepsIn, session: SessionDep, store: StoreDep,
+               web: ScriptSessionDep) -> JSONResponse:
     """Up to WINDOW states from `start`, as the page's HTML, with the run's vocabulary and merges."""
     spend_dashboard_request(request, web.team)  # a window of the page: a few states, not a whole walk
     shown = shower(session, web.team, body.tokenizer, str(body.version))
-    run, about = compute(session, store, web.team, body, lambda: release(session), count=WINDOW)
+    computed, about = compute(session, store, web.team, body, lambda: release(session), count=WINDOW)
+    run = cast(Run, computed)  # without as_json, compute returns the Run itself
     return JSONResponse({
         "mode": about["mode"], "heading": run_heading(about), "total_steps": len(run.merges), "done": run.done,
         "next_start": run.next_start,

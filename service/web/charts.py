@@ -109,7 +109,7 @@ class Scale:
 def nice_step(span: float, target: int = 5) -> float:
     """A step of 1, 2 or 5 times a power of ten giving about `target` intervals."""
     raw = span / max(target, 1)
-    power = 10 ** math.floor(math.log10(raw))
+    power: float = 10 ** math.floor(math.log10(raw))  # an int from 1 up, a float below 1
     for multiple in (1, 2, 5, 10):
         if raw <= multiple * power:
             return multiple * power

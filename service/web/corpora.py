@@ -27,8 +27,9 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from markupsafe import Markup
+from sqlalchemy.orm import Session
 
 from service.deps import SessionDep, StoreDep, spend_request
 from service.inputs import MAX_PAGE, check_values
@@ -52,8 +53,8 @@ PER_PAGE = 50
 FIELDS = ("name", "domain", "language", "format", "text_field", "parallel_group")
 
 
-def _corpora_page(request: Request, session, web, page: int, form: Mapping[str, str] | None = None,
-                  error: TokenmillError | None = None, deleted: str | None = None):
+def _corpora_page(request: Request, session: Session, web: WebSession, page: int, form: Mapping[str, str] | None = None,
+                  error: TokenmillError | None = None, deleted: str | None = None) -> HTMLResponse:
     rows, total = paginate(session, newest_corpora(web.team.id), Page(page=page, limit=PER_PAGE))
     values = {name: str(form.get(name) or "") for name in FIELDS} if form else {"format": ""}
     duplicates = _team_duplicates(request, session, web.team.id)
@@ -62,7 +63,7 @@ def _corpora_page(request: Request, session, web, page: int, form: Mapping[str, 
                   deleted=deleted, duplicates=duplicates)
 
 
-def _team_duplicates(request: Request, session, team_id: uuid.UUID) -> TeamDuplicates | None:
+def _team_duplicates(request: Request, session: Session, team_id: uuid.UUID) -> TeamDuplicates | None:
     """The exact duplicates across the team's corpora; None when the store did not answer."""
     corpora = hashed_corpora(session, team_id)
     release(session)  # the merge reads the store
@@ -75,19 +76,20 @@ def _team_duplicates(request: Request, session, team_id: uuid.UUID) -> TeamDupli
 @router.get("/corpora")
 def corpora_page(request: Request, session: SessionDep, web: WebSessionDep,
                  page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
-                 deleted: Annotated[str | None, Query(max_length=200)] = None):
+                 deleted: Annotated[str | None, Query(max_length=200)] = None) -> HTMLResponse:
     return _corpora_page(request, session, web, page, deleted=deleted)
 
 
 @router.post("/corpora/{corpus_id}/delete")
-def delete(web: WebSessionDep, form: FormDep, session: SessionDep, store: StoreDep, corpus_id: uuid.UUID):
+def delete(web: WebSessionDep, form: FormDep, session: SessionDep, store: StoreDep,
+           corpus_id: uuid.UUID) -> RedirectResponse:
     """Delete a corpus as DELETE /v1/corpora/{id} does (committed), then list the rest."""
     name = delete_corpus(session, store, web.team, corpus_id, lambda: release(session)).name
     return see_other(f"/corpora?deleted={quote(name, safe='')}")
 
 
 @router.post("/corpora")
-async def upload(request: Request, web: WebSessionDep):
+async def upload(request: Request, web: WebSessionDep) -> Response:
     """Upload a corpus as POST /v1/corpora does, then show it; a refusal shows the form again with the reason."""
     fields: dict[str, str] = {}  # as far as they were read
     try:
@@ -114,7 +116,8 @@ def _check_form(web: WebSession, form: MultipartUpload) -> None:
         raise InvalidInput("choose a file to upload", field="file")
 
 
-def _form_again(request: Request, web: WebSession, fields: Mapping[str, str], error: TokenmillError):
+def _form_again(request: Request, web: WebSession, fields: Mapping[str, str],
+                error: TokenmillError) -> HTMLResponse:
     with request.app.state.sessionmaker() as session:
         page = _corpora_page(request, session, web, 1, fields, error)
     page.headers.update(error.headers())  # Retry-After, where waiting helps
@@ -149,7 +152,7 @@ def heaps_chart(statistics: dict[str, Any]) -> Markup:
 
 
 @router.get("/corpora/{corpus_id}")
-def corpus_page(request: Request, session: SessionDep, web: WebSessionDep, corpus_id: uuid.UUID):
+def corpus_page(request: Request, session: SessionDep, web: WebSessionDep, corpus_id: uuid.UUID) -> HTMLResponse:
     corpus = get_corpus(session, web.team, corpus_id)
     statistics = corpus.statistics
     charts = (zipf_chart(statistics), heaps_chart(statistics)) if statistics else ()

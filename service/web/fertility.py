@@ -12,19 +12,22 @@ from collections.abc import Iterable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from service.deps import SessionDep, StoreDep
 from service.web.auth import WebSessionDep
 from service.web.charts import Axis, Bar, Series, bar_chart, line_chart
-from service.web.floors import floor_notes, one_per_language, version_pattern
+from service.web.floors import FloorNote, floor_notes, one_per_language, version_pattern
 from service.web.render import WebRoute, render
 from tokenmill.corpora.rows import newest_corpora
 from tokenmill.db import release
 from tokenmill.evaluation.reports import CORPUS_LEVEL, fertility_matrix, version_label
-from tokenmill.models import TokenizerVersion
+from tokenmill.models import Team, TokenizerVersion
 from tokenmill.pagination import MAX_LIMIT, Page
 from tokenmill.playground.split_floor import REFERENCE_PATTERNS
+from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import list_names
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
@@ -123,7 +126,8 @@ def chart_rows(rows: list[dict[str, Any]], name: str | None) -> list[dict[str, A
             or (not name and r["version"] == latest.get(r["name"]))]
 
 
-def split_notes(session, store, team, rows: list[dict[str, Any]], languages: set[str]):
+def split_notes(session: Session, store: ObjectStore, team: Team, rows: list[dict[str, Any]],
+                languages: set[str]) -> list[FloorNote]:
     """Where the split of a charted tokenizer cuts a parallel language's words inside."""
     if not languages:
         return []
@@ -140,7 +144,7 @@ def split_notes(session, store, team, rows: list[dict[str, Any]], languages: set
 @router.get("/")
 def fertility_page(request: Request, session: SessionDep, store: StoreDep, web: WebSessionDep,
                    tokenizer: Annotated[str | None, Query(max_length=200)] = None,
-                   trend: Annotated[str | None, Query(max_length=200)] = None):
+                   trend: Annotated[str | None, Query(max_length=200)] = None) -> HTMLResponse:
     listed = list_names(session, web.team, Page(limit=MAX_LIMIT))[0]
     names = [row["name"] for row in listed]
     tokenizer = tokenizer or None

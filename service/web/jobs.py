@@ -13,10 +13,11 @@ connection while its form arrives.
 """
 
 import uuid
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
@@ -34,6 +35,7 @@ from tokenmill.errors import InvalidInput, NotFound, OverQuota
 from tokenmill.jobs.submission import IDEMPOTENCY_FIELD, cancel_job, get_job, list_jobs, submit_job
 from tokenmill.models import FINISHED, Corpus, TokenizerVersion, TrainingJob
 from tokenmill.pagination import Page, page_count
+from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import get_version
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
@@ -44,7 +46,7 @@ PER_PAGE = 50
 @router.get("/jobs")
 def jobs_page(request: Request, session: SessionDep, web: WebSessionDep,
               page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
-              status: Annotated[str | None, Query(max_length=20)] = None):
+              status: Annotated[str | None, Query(max_length=20)] = None) -> HTMLResponse:
     rows, total = list_jobs(session, web.team, Page(page=page, limit=PER_PAGE), status or None)
     jobs = JobOut.of(session, rows)  # as GET /v1/jobs shows them: with the vocabulary each version reached
     active = [job for job in jobs if job.status not in FINISHED]
@@ -53,15 +55,15 @@ def jobs_page(request: Request, session: SessionDep, web: WebSessionDep,
                   pages=page_count(total, PER_PAGE), status=status or "", finished_statuses=FINISHED)
 
 
-@router.get("/jobs/{job_id}/status")
-def job_status(session: SessionDep, web: WebSessionDep, job_id: uuid.UUID):
+@router.get("/jobs/{job_id}/status", response_model=None)  # the dict as it is: its annotation is no response model
+def job_status(session: SessionDep, web: WebSessionDep, job_id: uuid.UUID) -> dict[str, Any]:
     """What the jobs page polls every second while a job is queued or running."""
     job = JobOut.one(session, get_job(session, web.team, job_id))
     return job.model_dump(mode="json", include={"id", "status", "stage", "progress", "error", "version", "tokenizer"})
 
 
 @router.post("/jobs/{job_id}/cancel")
-def cancel(web: WebSessionDep, form: FormDep, session: SessionDep, job_id: uuid.UUID):
+def cancel(web: WebSessionDep, form: FormDep, session: SessionDep, job_id: uuid.UUID) -> RedirectResponse:
     job = cancel_job(session, web.team, job_id)
     session.commit()
     return see_other(f"/jobs/{job.id}" if form.get("back") == "job" else f"/jobs#job-{job.id}")
@@ -86,8 +88,8 @@ def corpus_groups(corpora: list[Corpus]) -> list[dict[str, object]]:
     return out
 
 
-def _job_form(request: Request, session: Session, store, web: WebSession, form=None,
-              error: InvalidInput | OverQuota | None = None, like: dict[str, Any] | None = None):
+def _job_form(request: Request, session: Session, store: ObjectStore, web: WebSession, form: FormData | None = None,
+              error: InvalidInput | OverQuota | None = None, like: dict[str, Any] | None = None) -> HTMLResponse:
     fields = spec_fields()
     if like is not None:
         chosen = {"train_corpora": list(like["train_corpora"]), "eval_corpora": []}
@@ -137,14 +139,14 @@ def like_version(session: Session, web: WebSession, like: str, parity: str | Non
 def new_job_page(request: Request, session: SessionDep, store: StoreDep, web: WebSessionDep,
                  like: Annotated[str | None, Query(max_length=250)] = None,
                  parity: Annotated[str | None, Query(max_length=10)] = None,
-                 tokenizer: Annotated[str | None, Query(max_length=200)] = None):
+                 tokenizer: Annotated[str | None, Query(max_length=200)] = None) -> HTMLResponse:
     """The form; `like=name@version` fills it in to train like that version (`parity` turned as asked)."""
     filled = like_version(session, web, like, parity, tokenizer) if like else None
     return _job_form(request, session, store, web, like=filled)
 
 
 @router.post("/jobs/new/advice")
-def job_advice(web: WebSessionDep, form: FormDep, session: SessionDep, store: StoreDep):
+def job_advice(web: WebSessionDep, form: FormDep, session: SessionDep, store: StoreDep) -> JSONResponse:
     """What the form would start, as the page's script asks while the form is filled in."""
     fields = spec_fields()
     ids = set(form.getlist("train_corpora"))
@@ -169,7 +171,7 @@ def stage_times(job: JobOut, version: TokenizerVersion | None) -> list[dict[str,
         trained = version.train_seconds
         parts.append({"stage": "counting, training and writing files", "began": job.started_at, "seconds": trained})
         parts.append({"stage": "evaluating and registering", "began": None,
-                      "seconds": max(0.0, _seconds(job.started_at, end) - trained)})
+                      "seconds": max(0.0, (end - job.started_at).total_seconds() - trained)})
     else:
         parts.append({"stage": f"running ({job.stage})" if end is None else job.stage, "began": job.started_at,
                       "seconds": _seconds(job.started_at, end)})
@@ -178,7 +180,7 @@ def stage_times(job: JobOut, version: TokenizerVersion | None) -> list[dict[str,
     return parts
 
 
-def _seconds(start, end) -> float | None:
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
     return None if start is None or end is None else (end - start).total_seconds()
 
 
@@ -190,7 +192,7 @@ def job_corpora(session: Session, web: WebSession, ids: list[str]) -> list[dict[
 
 
 @router.get("/jobs/{job_id}")
-def job_page(request: Request, session: SessionDep, web: WebSessionDep, job_id: uuid.UUID):
+def job_page(request: Request, session: SessionDep, web: WebSessionDep, job_id: uuid.UUID) -> HTMLResponse:
     row: TrainingJob = get_job(session, web.team, job_id)
     job = JobOut.one(session, row)
     version = session.scalar(select(TokenizerVersion).where(TokenizerVersion.job_id == row.id))
@@ -208,14 +210,15 @@ def _spec_order(name: str) -> int:
 
 
 @router.post("/jobs/new")
-def submit(request: Request, web: WebSessionDep, form: FormDep, session: SessionDep, store: StoreDep, queue: QueueDep):
+def submit(request: Request, web: WebSessionDep, form: FormDep, session: SessionDep, store: StoreDep,
+           queue: QueueDep) -> Response:
     if form.get("check"):  # "Check these choices": the form again, with what it would do
         return _job_form(request, session, store, web, form)
     spend_dashboard_request(request, web.team)
-    eval_corpora = form.getlist("eval_corpora")
+    eval_corpora = _texts(form, "eval_corpora")
     try:
         job, created = submit_job(session, web.team, str(form.get("tokenizer") or "").strip(),
-                                  spec_from_form(spec_fields(), form), form.getlist("train_corpora"),
+                                  spec_from_form(spec_fields(), form), _texts(form, "train_corpora"),
                                   eval_corpora or None, str(form.get("idempotency_key") or "") or None,
                                   team_quotas(request, web.team.id).queued_jobs)
     except (InvalidInput, OverQuota) as exc:
@@ -225,3 +228,9 @@ def submit(request: Request, web: WebSessionDep, form: FormDep, session: Session
     if created:
         queue.send_training(job.id)  # if the broker is away, the job stays queued and the sweeper sends it
     return see_other(f"/jobs/{job.id}")
+
+
+def _texts(form: FormData, name: str) -> list[str]:
+    """A repeated field's values as text: what the core reads of them anyway (it takes str() of each id,
+    of a file posted under the name too)."""
+    return [str(value) for value in form.getlist(name)]

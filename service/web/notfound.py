@@ -7,6 +7,7 @@ job, a version that is not there) are 404 pages of their own routes (WebRoute).
 """
 
 from fastapi import APIRouter, Request
+from fastapi.responses import Response
 
 from service.web.auth import WebSessionDep
 from service.web.render import WebRoute, not_found
@@ -17,5 +18,5 @@ router = APIRouter(route_class=WebRoute, include_in_schema=False)
 @router.get("/jobs/{rest:path}")
 @router.get("/tokenizers/{rest:path}")
 @router.get("/corpora/{rest:path}")
-def nothing_here(request: Request, web: WebSessionDep, rest: str):
+def nothing_here(request: Request, web: WebSessionDep, rest: str) -> Response:
     return not_found(request, web)

@@ -11,6 +11,7 @@ back before it reads for the form (jobs.py).
 """
 
 import json
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -125,7 +126,7 @@ def _failure(request: Request, status: int, title: str, detail: str, field: str 
 class WebRoute(APIRoute):
     """A dashboard route: errors become pages, a missing session a redirect to /signin."""
 
-    def get_route_handler(self):
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def handle(request: Request) -> Response:

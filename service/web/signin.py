@@ -3,6 +3,7 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from service.deps import SessionDep, SessionmakerDep
 from service.web import auth
@@ -15,7 +16,8 @@ from tokenmill.teams import authenticate, end_web_session, start_web_session
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 
 
-def _signin_form(request: Request, next_url: str, error: str | None = None, status_code: int = 200):
+def _signin_form(request: Request, next_url: str, error: str | None = None,
+                 status_code: int = 200) -> HTMLResponse:
     nonce = auth.new_signin_nonce()
     response = render(request, "signin.html", None, status_code=status_code, nonce=nonce, next_url=next_url, error=error)
     auth.set_cookie(request, response, auth.SIGNIN_COOKIE, nonce, max_age=3600)
@@ -23,7 +25,7 @@ def _signin_form(request: Request, next_url: str, error: str | None = None, stat
 
 
 @router.get("/signin")
-def signin_page(request: Request, next_url: Annotated[str | None, Query(alias="next")] = None):
+def signin_page(request: Request, next_url: Annotated[str | None, Query(alias="next")] = None) -> HTMLResponse:
     return _signin_form(request, auth.safe_next(next_url))
 
 
@@ -34,7 +36,7 @@ def signin(
     api_key: Annotated[str, Form()] = "",
     nonce: Annotated[str, Form()] = "",
     next_url: Annotated[str, Form(alias="next")] = "/",
-):
+) -> Response:
     target = auth.safe_next(next_url)
     if not auth.signin_nonce_matches(request, nonce):
         return _signin_form(request, target, "The sign-in form expired: please try again.", status_code=403)
@@ -52,7 +54,7 @@ def signin(
 
 
 @router.post("/signout")
-def signout(request: Request, form: FormDep, web: WebSessionDep, factory: SessionmakerDep):
+def signout(request: Request, form: FormDep, web: WebSessionDep, factory: SessionmakerDep) -> RedirectResponse:
     with transaction(factory) as session:
         end_web_session(session, web.id)
     response = see_other("/signin")

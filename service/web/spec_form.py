@@ -28,12 +28,15 @@ BASIC = ("algorithm", "library", "vocab_size", "byte_level", "byte_fallback", "p
          "parity")
 
 
+Kind = Literal["choice", "bool", "int", "float", "text", "lines"]
+
+
 @dataclass(frozen=True)
 class SpecField:
     """One input of the form: what it holds, its default, its bounds and a line of help."""
 
     name: str
-    kind: Literal["choice", "bool", "int", "float", "text", "lines"]
+    kind: Kind
     optional: bool
     default: Any
     help: str
@@ -64,7 +67,7 @@ class SpecField:
         return str(self.default)
 
 
-def _kind(annotation: Any) -> tuple[str, bool, tuple[str, ...]]:
+def _kind(annotation: Any) -> tuple[Kind, bool, tuple[str, ...]]:
     args = typing.get_args(annotation)
     optional = typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in args
     if optional:
@@ -73,7 +76,7 @@ def _kind(annotation: Any) -> tuple[str, bool, tuple[str, ...]]:
         return "choice", optional, tuple(str(a) for a in typing.get_args(annotation))
     if typing.get_origin(annotation) is list:
         return "lines", optional, ()
-    kinds = {bool: "bool", int: "int", float: "float", str: "text"}
+    kinds: dict[type, Kind] = {bool: "bool", int: "int", float: "float", str: "text"}
     return kinds.get(annotation, "text"), optional, ()
 
 

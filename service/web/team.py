@@ -1,6 +1,7 @@
 """The team page: its quotas and what it uses of them (what GET /v1/team answers)."""
 
 from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
 
 from service.deps import SessionDep, team_quotas
 from service.uploads import uploads_in_flight
@@ -18,7 +19,7 @@ LABELS = {"storage_bytes": "Stored corpora (decompressed)", "corpora": "Corpora"
 
 
 @router.get("/team")
-def team_page(request: Request, session: SessionDep, web: WebSessionDep):
+def team_page(request: Request, session: SessionDep, web: WebSessionDep) -> HTMLResponse:
     quotas, usage = team_quotas(request, web.team.id).as_dict(), usage_of(session, web.team.id).as_dict()
     usage["concurrent_uploads"] = uploads_in_flight(request, web.team.id)
     rows = [{"name": name, "label": LABELS[name], "limit": quotas[name], "used": usage.get(name),

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 
 from service.deps import SessionDep, StoreDep
 from service.web.auth import WebSessionDep
@@ -59,14 +59,15 @@ def fertility_rows(pairs: list[tuple[Evaluation, Corpus]], versions: Sequence[To
 
 
 @router.get("/tokenizers/{name}/versions")
-def versions_list(name: str):
+def versions_list(name: str) -> RedirectResponse:
     """The API's list has a page of its own on the dashboard: the tokenizer's."""
     return RedirectResponse(f"/tokenizers/{name}", status_code=307)
 
 
 @router.get("/tokenizers/{name}")
 def tokenizer_page(request: Request, session: SessionDep, store: StoreDep, web: WebSessionDep, name: str,
-                   a: Annotated[int | None, Query(ge=1)] = None, b: Annotated[int | None, Query(ge=1)] = None):
+                   a: Annotated[int | None, Query(ge=1)] = None,
+                   b: Annotated[int | None, Query(ge=1)] = None) -> HTMLResponse:
     versions, total = list_versions(session, web.team, name, Page(limit=MAX_LIMIT))  # newest first; 404 if none
     by_number = {v.version: v for v in versions}
     shown = sorted(versions[:SHOWN], key=lambda v: v.version)

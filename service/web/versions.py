@@ -26,9 +26,10 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from markupsafe import Markup, escape
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.orm import Session
 
 from service.deps import SessionDep, StoreDep, spend_dashboard_request
 from service.downloads import bundle_response, file_response
@@ -73,7 +74,7 @@ def spec_items(spec: dict[str, Any]) -> list[tuple[str, Any]]:
     return sorted(spec.items(), key=lambda item: (order.index(item[0]) if item[0] in order else len(order), item[0]))
 
 
-def compare_options(session, team: Team, name: str) -> list[tuple[str, str]]:
+def compare_options(session: Session, team: Team, name: str) -> list[tuple[str, str]]:
     """(value, label) of everything the playground can compare with: this name's versions, others' latest, references."""
     versions, _ = list_versions(session, team, name, Page(limit=MAX_LIMIT))
     own = [(f"version:{name}@{v.version}", f"{name} v{v.version}") for v in versions]
@@ -82,7 +83,7 @@ def compare_options(session, team: Team, name: str) -> list[tuple[str, str]]:
     return own + others + [(f"reference:{r}", r) for r in REFERENCE_NAMES]
 
 
-def resolve_target(session, team: Team, target: str) -> TokenizerVersion | str:
+def resolve_target(session: Session, team: Team, target: str) -> TokenizerVersion | str:
     """What "reference:NAME" or "version:NAME@VERSION" names: the version's row (404 for another
     team's), or the reference's name. Resolved before the encode, so that the route can release
     its database connection while the sandbox encodes."""
@@ -163,7 +164,7 @@ class Base:
     unit: str = "merges"  # what it added: merges (byte-level BPE) or pieces (a sentencepiece model)
 
 
-def base_of(session, team: Team, row: TokenizerVersion) -> Base | None:
+def base_of(session: Session, team: Team, row: TokenizerVersion) -> Base | None:
     """The version's base, from its lineage (an extension's base, a SuperBPE transition), or None."""
     if superword := row.lineage.get("superword"):
         return Base(f"its first stage ({superword['transition_vocab_size']:,} tokens)", None, None,
@@ -183,7 +184,7 @@ def base_of(session, team: Team, row: TokenizerVersion) -> Base | None:
                 "pieces" if "pieces_added" in base else "merges")
 
 
-def previous_version(session, team: Team, row: TokenizerVersion) -> TokenizerVersion | None:
+def previous_version(session: Session, team: Team, row: TokenizerVersion) -> TokenizerVersion | None:
     if row.version <= 1:
         return None
     try:
@@ -197,7 +198,7 @@ CURVE_TITLE = "Fertility at growing vocabulary sizes (the first k merges of this
 
 def has_curve(row: TokenizerVersion) -> bool:
     """Only BPE has a merge list whose first k merges are a smaller vocabulary (tokenmill.evaluation.measuring.vocab_curve)."""
-    return row.spec.get("algorithm", "bpe") == "bpe"
+    return bool(row.spec.get("algorithm", "bpe") == "bpe")
 
 
 def curve_chart(curves: list[dict[str, Any]], row: TokenizerVersion) -> Markup:
@@ -218,7 +219,7 @@ def prefilled(store: ObjectStore, row: TokenizerVersion, target: TokenizerVersio
         return []
 
 
-def parity_context(session, team: Team, row: TokenizerVersion) -> dict[str, Any]:
+def parity_context(session: Session, team: Team, row: TokenizerVersion) -> dict[str, Any]:
     """What the page says of parity: whether the version is parity-aware, the twin trained the other
     way (and the two side by side per language of the training group), or how to train it."""
     on = bool(row.spec.get("parity"))
@@ -241,7 +242,7 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
                  alpha: Annotated[str | None, Query(max_length=30)] = None,
                  nbest_size: Annotated[str | None, Query(max_length=30)] = None,
                  seed: Annotated[str | None, Query(max_length=30)] = None,
-                 reseed: Annotated[str | None, Query(max_length=30)] = None):
+                 reseed: Annotated[str | None, Query(max_length=30)] = None) -> HTMLResponse:
     spend_dashboard_request(request, web.team)  # the cost report, the diff and the playground's encodes
     row = get_version(session, web.team, name, version)
     evaluations = version_evaluations(session, web.team, row)
@@ -298,12 +299,14 @@ def version_page(request: Request, session: SessionDep, store: StoreDep, web: We
 
 
 @router.get("/tokenizers/{name}/versions/{version}/files/{filename}")
-def download_file(session: SessionDep, store: StoreDep, web: WebSessionDep, name: str, version: str, filename: str):
+def download_file(session: SessionDep, store: StoreDep, web: WebSessionDep, name: str, version: str,
+                  filename: str) -> StreamingResponse:
     return file_response(store, get_version(session, web.team, name, version), filename)
 
 
 @router.get("/tokenizers/{name}/versions/{version}/bundle.tar.gz")
-def download_bundle(session: SessionDep, store: StoreDep, web: WebSessionDep, name: str, version: str):
+def download_bundle(session: SessionDep, store: StoreDep, web: WebSessionDep, name: str,
+                    version: str) -> Response:
     return bundle_response(store, get_version(session, web.team, name, version))
 
 
@@ -316,7 +319,8 @@ class PlaygroundIn(BaseModel):
 
 
 @router.post("/playground/encode")
-def encode(request: Request, body: PlaygroundIn, session: SessionDep, store: StoreDep, web: ScriptSessionDep):
+def encode(request: Request, body: PlaygroundIn, session: SessionDep, store: StoreDep,
+           web: ScriptSessionDep) -> JSONResponse:
     """One playground panel: ids, tokens and counts, plus the boxes as HTML."""
     spend_dashboard_request(request, web.team)
     sampling = None if body.sampling is None else checked_options(body.sampling)

@@ -16,8 +16,8 @@ from service.rate_limits import TokenBuckets
 from service.routes import bpe, corpora, evaluations, health, jobs, metrics, team, tokenizers
 from service.uploads import UploadsInFlight
 from tokenmill.db import make_engine, make_sessionmaker
-from tokenmill.encoding import sandbox
 from tokenmill.playground import cost_report
+from tokenmill.sandboxed import sandbox
 from tokenmill.settings import DEVELOPMENT_SECRET, Settings, get_settings
 from tokenmill.store import open_store
 

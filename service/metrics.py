@@ -29,9 +29,9 @@ from sqlalchemy import ColumnElement, extract, func, select, text
 from sqlalchemy.orm import Session
 
 from tokenmill.db import utcnow
-from tokenmill.encoding import sandbox
 from tokenmill.errors import OverQuota
 from tokenmill.models import UNFINISHED, EvaluationRun, Status, Team, TrainingJob
+from tokenmill.sandboxed import sandbox
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 from pydantic import MISSING, BaseModel, ConfigDict, Field, WithJsonSchema, computed_field
 from sqlalchemy.orm import Session
 
-from tokenmill.encoding.subword_sampling import SamplingOptions
 from tokenmill.jobs.submission import version_outcomes
 from tokenmill.models import TrainingJob
+from tokenmill.sandboxed.subword_sampling import SamplingOptions
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.versions.registry import vocabulary_notes
 

@@ -1,5 +1,5 @@
 """Response bodies of evaluations: per version, per run, and the fertility matrix (tokenmill.evaluation.reports,
-tokenmill.evaluation.runs).
+tokenmill.evaluation.submission).
 
 The core hands these over as dicts; the models say what they hold. A key the core leaves out
 is `MISSING` here (absent from the JSON, never null), and times stay the strings the core

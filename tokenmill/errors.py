@@ -132,7 +132,7 @@ class TransientError(Exception):
 
 
 class SandboxError(Exception):
-    """Work sent to a sandbox process (tokenmill.encoding.sandbox) gave no answer."""
+    """Work sent to a sandbox process (tokenmill.sandboxed.sandbox) gave no answer."""
 
 
 class TimedOut(SandboxError):

@@ -9,7 +9,7 @@ from service.deps import ExpensiveTeamDep, QueueDep, SessionDep, TeamDep, team_q
 from service.schemas import EncodeIn, EncodeOut, EvaluationIn
 from service.schemas_evaluations import EvaluationRunOut, FertilityMatrixOut
 from tokenmill.evaluation.reports import fertility_matrix
-from tokenmill.evaluation.runs import get_run, run_out, submit_run
+from tokenmill.evaluation.submission import get_run, run_out, submit_run
 from tokenmill.playground.encode import encode_with_reference
 
 router = APIRouter(prefix="/v1", tags=["evaluations"])

@@ -32,7 +32,7 @@ from service.uploads import MultipartUpload, run_upload
 from tokenmill.db import release, transaction
 from tokenmill.errors import InvalidInput, TooLarge
 from tokenmill.evaluation.reports import version_curve, version_evaluations
-from tokenmill.evaluation.runs import submit_run
+from tokenmill.evaluation.submission import submit_run
 from tokenmill.jobs.submission import check_tokenizer_name
 from tokenmill.models import Team, TokenizerVersion
 from tokenmill.playground.cost_report import combine, evaluations_stamp, measured_costs, probed_costs

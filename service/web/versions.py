@@ -8,13 +8,13 @@ Every token reads as its own text (service.web.tokens).
 
 Downloads answer as the API's do (service/downloads.py), with the signed-in team, and the playground
 endpoints call `encode_with_version` / `encode_with_reference`, as POST .../encode does (a
-version's encode runs in tokenmill.encoding.sandbox, bounded: one cut short shows its reason in the
+version's encode runs in tokenmill.sandboxed.sandbox, bounded: one cut short shows its reason in the
 playground, with the page's status 422, or 503 and Retry-After when every process is busy). The
 prefilled text is tokenized when the page is rendered; if that encode fails, the page stays a
 200 and the playground waits for a press of Tokenize. The cost report's fixed texts go through
 the same sandbox (tokenmill.playground.cost_report).
 
-The playground samples too (tokenmill.encoding.subword_sampling): a ticked "Sample" box sends the
+The playground samples too (tokenmill.sandboxed.subword_sampling): a ticked "Sample" box sends the
 version's panel BPE-dropout's p, or Unigram's alpha and n-best size, and a seed, as query
 parameters of the same GET form (or in the script's JSON); "Next seed" (`reseed`) samples with
 the following seed. The comparison panel stays the plain encode. A value out of bounds is the
@@ -41,7 +41,6 @@ from service.web.render import WebRoute, render, templates
 from service.web.tokens import token_labels, version_labeller
 from tokenmill.corpora.rows import newest_corpora
 from tokenmill.db import release
-from tokenmill.encoding.subword_sampling import MAX_SEED, SamplingOptions, chosen, method_of
 from tokenmill.errors import Busy, InvalidInput, NotFound, TokenmillError
 from tokenmill.evaluation.references import PRESET_REFERENCES, REFERENCE_NAMES, reference_token_ids
 from tokenmill.evaluation.reports import version_curve, version_evaluations, version_label
@@ -50,6 +49,7 @@ from tokenmill.pagination import MAX_LIMIT, Page
 from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
 from tokenmill.playground.encode import MAX_TEXT, encode_with_reference, encode_with_version
 from tokenmill.playground.scripts import diff_by_script, vocabulary_report
+from tokenmill.sandboxed.subword_sampling import MAX_SEED, SamplingOptions, chosen, method_of
 from tokenmill.store import ObjectStore
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.versions.diff import additions, diff_from, load_vocabulary, versions_diff

@@ -11,8 +11,8 @@ import pytest
 
 from tests.api.test_bpe_steps import trained_version, upload
 from tests.text import flores_lines
-from tokenmill.encoding import sandbox
 from tokenmill.playground.bpe_steps import step_through
+from tokenmill.sandboxed import sandbox
 
 # Seventeen characters the `regex` module expands into a program of ~250 MB (and its nested form into 3 GB).
 HUGE = "(?:a{1000}){1000}"

@@ -16,14 +16,14 @@ from tests.conftest import make_team
 from tests.integration.served import add_version
 from tests.text import flores_lines
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
-from tokenmill.encoding.subword_sampling import SamplingOptions
 from tokenmill.evaluation.pipeline import run_evaluation
 from tokenmill.evaluation.reports import fertility_matrix, version_curve, version_evaluations
-from tokenmill.evaluation.runs import get_run, run_out
+from tokenmill.evaluation.submission import get_run, run_out
 from tokenmill.playground.bpe_json import run_json
 from tokenmill.playground.bpe_runs import BpeStepsIn, compute
 from tokenmill.playground.cost_report import combine, measured_costs, probed_costs
 from tokenmill.playground.encode import encode_with_reference, encode_with_version
+from tokenmill.sandboxed.subword_sampling import SamplingOptions
 from tokenmill.training import with_tokenizers
 from tokenmill.training.spec import resolve_spec
 from tokenmill.training.version_files import version_contents

@@ -102,7 +102,7 @@ def test_dashboard_cells_sum_tokens_over_words_per_domain(sessionmaker, trained)
 def test_no_premium_when_a_parallel_corpus_is_not_line_aligned(sessionmaker, store, trained):
     team, corpora, version = trained
     from tokenmill.evaluation.pipeline import run_evaluation
-    from tokenmill.evaluation.runs import submit_run
+    from tokenmill.evaluation.submission import submit_run
 
     short = ingest_corpus(sessionmaker, store, team, CorpusFields("flores-fra-short", "news", "fra_Latn", parallel_group="flores"),
                           [head(FIXTURES / "parallel_flores200_dev" / "fra_Latn.txt", 150)], **LIMITS)

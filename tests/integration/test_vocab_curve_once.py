@@ -11,7 +11,7 @@ from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction
 from tokenmill.evaluation.pipeline import run_evaluation
 from tokenmill.evaluation.reports import has_version_curve, version_curve
-from tokenmill.evaluation.runs import submit_run
+from tokenmill.evaluation.submission import submit_run
 from tokenmill.jobs.pipeline import run_training_job
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import Evaluation, Team, TokenizerVersion

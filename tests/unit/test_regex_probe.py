@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from tokenmill.encoding.regex_probe import pieces, probe_texts
 from tokenmill.errors import InvalidInput
+from tokenmill.sandboxed.regex_probe import pieces, probe_texts
 from tokenmill.training.patterns import PATTERNS
 from tokenmill.training.spec import REGEX_PROBE_REPEAT, resolve_spec
 

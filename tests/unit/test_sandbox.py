@@ -9,8 +9,8 @@ import pytest
 from tokenizers import Tokenizer
 
 from tests.waiting import until
-from tokenmill.encoding.sandbox import Busy, Sandbox
 from tokenmill.errors import Failed, OverMemory, TimedOut
+from tokenmill.sandboxed.sandbox import Busy, Sandbox
 from tokenmill.training import with_tokenizers
 from tokenmill.training.spec import resolve_spec
 

@@ -1,4 +1,4 @@
-"""Subword regularisation (tokenmill.encoding.subword_sampling): seeded BPE-dropout and Unigram sampling over a
+"""Subword regularisation (tokenmill.sandboxed.subword_sampling): seeded BPE-dropout and Unigram sampling over a
 version's own pipeline (sentencepiece versions included), the options' bounds, the spec's recorded
 defaults and tokenizer.dropout.json, and evaluation left deterministic."""
 
@@ -12,8 +12,11 @@ from pydantic import ValidationError
 from tokenizers import Tokenizer
 
 from tests.text import flores_lines
-from tokenmill.encoding.sandbox import Sandbox
-from tokenmill.encoding.subword_sampling import (
+from tokenmill.errors import InvalidInput
+from tokenmill.evaluation.encoders import version_encoders
+from tokenmill.evaluation.measuring import measure
+from tokenmill.sandboxed.sandbox import Sandbox
+from tokenmill.sandboxed.subword_sampling import (
     BpeDropout,
     Sampling,
     SamplingOptions,
@@ -21,9 +24,6 @@ from tokenmill.encoding.subword_sampling import (
     resolve,
     sampler,
 )
-from tokenmill.errors import InvalidInput
-from tokenmill.evaluation.encoders import version_encoders
-from tokenmill.evaluation.measuring import measure
 from tokenmill.training import with_tokenizers
 from tokenmill.training.export import DROPOUT_FILE, artifact_files, manifest
 from tokenmill.training.spec import resolve_spec
@@ -47,7 +47,7 @@ def trained() -> dict[str, Tokenizer]:
     out = {}
     for name, raw in SPECS.items():
         tokenizer = with_tokenizers.train(resolve_spec(raw), TRAIN)
-        tokenizer.encode_special_tokens = True  # as the playground's plain encode (tokenmill.encoding.sandbox)
+        tokenizer.encode_special_tokens = True  # as the playground's plain encode (tokenmill.sandboxed.sandbox)
         out[name] = tokenizer
     return out
 

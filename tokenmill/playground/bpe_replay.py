@@ -9,7 +9,7 @@ counts (tokenmill.playground.bpe_steps) beside the merge the version actually ma
 where the sample agrees with the training corpus and where it does not.
 
 A version's pre-tokenization regex can backtrack for minutes on some text, inside Rust code
-that cannot be interrupted (see tokenmill.encoding.sandbox), and the replay itself is pure
+that cannot be interrupted (see tokenmill.sandboxed.sandbox), and the replay itself is pure
 Python: `replayed` runs in a sandbox process, bounded in time and memory, on the team's share
 (tokenmill.playground.bpe_runs); this process only reads the store (`version_sample`).
 

@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from tokenmill.corpora.rows import get_corpus
-from tokenmill.encoding import sandbox
 from tokenmill.errors import InvalidInput, SandboxError, TimedOut
 from tokenmill.models import Team
 from tokenmill.playground.bpe_replay import MAX_SAMPLE_LINES, SAMPLE_LINES, version_sample
@@ -24,6 +23,7 @@ from tokenmill.playground.bpe_steps import (
     TIE_BREAKS,
     Run,
 )
+from tokenmill.sandboxed import sandbox
 from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import get_version
 

@@ -1,12 +1,12 @@
 """Encoding one text for people: ids, token strings, offsets (the dashboard's playground).
 
 A version's encode runs its own pre-tokenization regex, which a hostile pattern and text can
-keep busy for minutes: it runs in `tokenmill.encoding.sandbox`, bounded in time and memory, and an
+keep busy for minutes: it runs in `tokenmill.sandboxed.sandbox`, bounded in time and memory, and an
 encode cut short is a 422 on `text`. Reference encodes (tiktoken's fixed patterns, linear in
 the text: at most about 0.5 s on 100,000 characters of any one character) stay in this process,
 where the three rank files are loaded once instead of once per sandbox process (about 200 MB).
 
-With `sampling` (tokenmill.encoding.subword_sampling) a version's encode is sampled instead: BPE-dropout
+With `sampling` (tokenmill.sandboxed.subword_sampling) a version's encode is sampled instead: BPE-dropout
 or Unigram sampling, seeded, in the same sandbox. The result then says how (`sampling`); a
 reference cannot be sampled.
 """
@@ -14,11 +14,11 @@ reference cannot be sampled.
 from collections.abc import Callable
 from typing import Any
 
-from tokenmill.encoding import sandbox
-from tokenmill.encoding.subword_sampling import SamplingOptions, resolve
 from tokenmill.errors import Failed, InvalidInput, OverMemory, TimedOut, TokenmillError
 from tokenmill.evaluation.references import REFERENCE_NAMES, load_reference
 from tokenmill.models import TokenizerVersion
+from tokenmill.sandboxed import sandbox
+from tokenmill.sandboxed.subword_sampling import SamplingOptions, resolve
 from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import version_file
 

@@ -188,8 +188,8 @@ def _kept(key: tuple[str, str], make: Callable[[], dict[str, int]]) -> dict[str,
 
 
 def _counted(function: str, owner: str, *args: object) -> dict[str, int]:
-    from tokenmill.encoding import sandbox
     from tokenmill.errors import Busy
+    from tokenmill.sandboxed import sandbox
 
     pool = sandbox.current()
     try:

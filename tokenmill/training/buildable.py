@@ -14,7 +14,7 @@ the added vocabulary is compiled), tokenizer.json loaded again and encoding a te
 special token, and tiktoken's Encoding where the version has a rank file. The first failure
 names the field to change: the special tokens when the same spec builds without them.
 
-Meant to run in a bounded sandbox process (tokenmill.encoding.sandbox), given the spec as a
+Meant to run in a bounded sandbox process (tokenmill.sandboxed.sandbox), given the spec as a
 dict: it imports the training modules and the libraries, nothing of the service, and writes
 no file. Deliberately not tried: the regex on real text (the submission probe and the limit
 in training are for that) and sizes that only training reaches (vocab_size, the corpora).

@@ -6,7 +6,7 @@ byte-level BPE with no normalizer adds a tiktoken rank file; sentencepiece versi
 `tokenizer.model` + `tokenizer.vocab` (see training/with_sentencepiece.py); `manifest.json`
 records the spec, the lineage and the sha256 of every other file.
 
-A spec's `sampling` defaults (tokenmill.encoding.subword_sampling) are recorded in the manifest's spec
+A spec's `sampling` defaults (tokenmill.sandboxed.subword_sampling) are recorded in the manifest's spec
 only: tokenizer.json stays deterministic, since transformers, tiktoken's rank file and every
 evaluation read it as the version's one segmentation. A BPE spec with `sampling.dropout_file`
 also gets `tokenizer.dropout.json`, the same tokenizer with its model's `dropout` set, which

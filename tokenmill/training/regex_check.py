@@ -3,7 +3,7 @@
 Compiling a submitted regex is itself work on request data: `(?:a{1000}){1000}` is seventeen
 characters that the `regex` module expands into a program of 250 MB, in two seconds that hold
 the GIL, and it keeps the program in its cache. So nothing here runs in the API process:
-`tokenmill.training.spec` calls each function below through `tokenmill.encoding.sandbox`
+`tokenmill.training.spec` calls each function below through `tokenmill.sandboxed.sandbox`
 (`Sandbox.call`), whose time and memory limits end a process that takes too long or grows
 too large, on the submitting team's share of the pool.
 

@@ -2,7 +2,7 @@
 
 The submission probe (`spec._check_regex`) tries a custom regex on texts made from the regex
 itself; it misses regexes whose slow texts need more structure than one repeated piece
-(tokenmill.encoding.regex_probe). On such a document a backtracking engine can take hours. So,
+(tokenmill.sandboxed.regex_probe). On such a document a backtracking engine can take hours. So,
 while training, a document may keep a custom regex busy for at most `regex_seconds` (a
 parameter of every training function, `REGEX_DOCUMENT_SECONDS` by default) plus a second per
 `CHARACTERS_PER_SECOND` of its characters (about a tenth of the engines' pace on one core: an

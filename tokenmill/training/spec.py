@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from tokenmill.db import unstorable
-from tokenmill.encoding.subword_sampling import SamplingDefaults
-from tokenmill.encoding.subword_sampling import refusal as sampling_refusal
 from tokenmill.errors import Failed, InvalidInput, OverMemory, SandboxError, TimedOut
+from tokenmill.sandboxed.subword_sampling import SamplingDefaults
+from tokenmill.sandboxed.subword_sampling import refusal as sampling_refusal
 
 Algorithm = Literal["bpe", "wordpiece", "unigram"]
 # rustbpe: byte-level BPE only, about twice as fast as tokenizers at half its memory; tokenmill:
@@ -34,7 +34,7 @@ MAX_SPECIAL_TOKEN_CHARS = 200
 RESERVED = "<|reserved_{}|>"  # the placeholders of reserved_special_tokens
 SENTENCEPIECE_NORMALIZATIONS = ("none", "nfkc")
 SENTENCEPIECE_MAX_PIECE = 512  # sentencepiece refuses a larger max_sentencepiece_length
-# A custom regex is tried at submission on texts derived from it (tokenmill.encoding.regex_probe), each
+# A custom regex is tried at submission on texts derived from it (tokenmill.sandboxed.regex_probe), each
 # piece repeated REGEX_PROBE_REPEAT times, plus REGEX_PROBES; each engine gets REGEX_PROBE_SECONDS.
 REGEX_PROBE_SECONDS = 2.0
 REGEX_COMPILE_SECONDS = 5.0
@@ -188,7 +188,7 @@ class TrainingSpec(BaseModel):
         'parallel group pay closer to the same number of tokens (train on one parallel group).'))
     parity_dev_lines: int = Field(200, ge=10, le=100_000, description=(
         "With parity: how many first lines of each language's corpus form the parallel dev set."))
-    # Subword regularisation defaults of the version's sampled encodes (tokenmill.encoding.subword_sampling): recorded
+    # Subword regularisation defaults of the version's sampled encodes (tokenmill.sandboxed.subword_sampling): recorded
     # in its spec and manifest.json; tokenizer.json stays deterministic (tokenizer.dropout.json on request).
     sampling: SamplingDefaults | None = Field(None, description=(
         'Defaults of the playground\'s and API\'s sampled encodes, as JSON: {"dropout": 0.1} for bpe '
@@ -273,7 +273,7 @@ def resolve_spec(raw: dict[str, Any], owner: str | None = None) -> TrainingSpec:
 def _check_buildable(spec: TrainingSpec, owner: str | None) -> None:
     """Build what the spec describes (tokenmill.training.buildable) in a sandbox process: a spec
     within every documented limit that a library still cannot build is refused now, not in training."""
-    from tokenmill.encoding import sandbox
+    from tokenmill.sandboxed import sandbox
 
     pool = sandbox.current()
     try:
@@ -428,8 +428,8 @@ def _check_rustbpe_rule(spec: TrainingSpec) -> None:
 def check_regex(pattern: str, library: str, owner: str | None) -> None:
     """Compile and probe a custom regex, every step in a sandbox process on the owner's share
     (tokenmill.training.regex_check): none of it may hold this process."""
-    from tokenmill.encoding import sandbox
-    from tokenmill.encoding.regex_probe import probe_texts
+    from tokenmill.sandboxed import sandbox
+    from tokenmill.sandboxed.regex_probe import probe_texts
 
     pool = sandbox.current()
     check = "tokenmill.training.regex_check"

@@ -12,7 +12,7 @@ for BPE, and `tokenizer.tiktoken` for byte-level BPE split by one regex, each on
 encodes to the ids the source does on PROOF_TEXT (the manifest says why a file is missing).
 
 `imported_files` parses bytes a user uploaded: it runs in a sandbox process (bounded in time and
-memory, on the team's share: tokenmill.encoding.sandbox), never in the API's. The regexes the
+memory, on the team's share: tokenmill.sandboxed.sandbox), never in the API's. The regexes the
 tokenizer splits with are probed afterwards like a custom `pre_tokenizer_regex`.
 
 Deliberately not handled: fetching a tokenizer by name from a hub (the user uploads the file),

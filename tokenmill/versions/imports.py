@@ -16,9 +16,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction
-from tokenmill.encoding import sandbox
 from tokenmill.errors import Failed, InvalidInput, OverMemory, TimedOut, TokenmillError
 from tokenmill.models import TokenizerVersion
+from tokenmill.sandboxed import sandbox
 from tokenmill.store import ObjectStore
 from tokenmill.training.export import manifest_of, sha256
 from tokenmill.versions.import_formats import Imported

@@ -8,7 +8,7 @@ are used up is failed at its next claim, never run again. Once the claim is no l
 own (cancelled, failed, or taken over), the work stops within seconds: it notices at its
 next progress report, or else the heartbeat ends the worker process.
 
-Deliberately not here: what the work is (pipeline.py, evaluation/runs.py), which queued row a
+Deliberately not here: what the work is (pipeline.py, evaluation/submission.py), which queued row a
 worker starts (scheduling.py) and the periodic pass that finds silent rows when no delivery
 comes (sweeper.py).
 """

@@ -18,7 +18,7 @@ refuse ordinary work. The parent reads the child's resident size while it waits.
 
 Each process keeps the tokenizers it loaded (least recently used out), under the caller's
 key: a version id and the sha256 of its tokenizer.json, so repeated encodes skip the load.
-Sampled encodes (tokenmill.encoding.subword_sampling: BPE-dropout, Unigram sampling) keep their
+Sampled encodes (tokenmill.sandboxed.subword_sampling: BPE-dropout, Unigram sampling) keep their
 samplers the same way, under a key of their own; each is seeded per request, so which process
 answers does not change the ids.
 
@@ -53,7 +53,7 @@ from tokenmill.errors import Busy, Failed, InvalidInput, OverMemory, ShareBusy, 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-    from tokenmill.encoding.subword_sampling import TokenizersSampler
+    from tokenmill.sandboxed.subword_sampling import TokenizersSampler
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def _load(cache: _Cache, key: str, tokenizer_json: str) -> None:
 
 
 def _sample(cache: _Cache, key: str, text: str, sampling: dict[str, Any]) -> Encoded:
-    from tokenmill.encoding.subword_sampling import Sampling, TokenizersSampler
+    from tokenmill.sandboxed.subword_sampling import Sampling, TokenizersSampler
 
     sampler = _cached(cache, key)
     assert isinstance(sampler, TokenizersSampler)  # an encode's key is never a sampler's
@@ -108,7 +108,7 @@ def _sample(cache: _Cache, key: str, text: str, sampling: dict[str, Any]) -> Enc
 
 
 def _load_sampler(cache: _Cache, key: str, tokenizer_json: str) -> None:
-    from tokenmill.encoding.subword_sampling import sampler
+    from tokenmill.sandboxed.subword_sampling import sampler
 
     _keep(cache, key, sampler(tokenizer_json))
 
@@ -234,7 +234,7 @@ class Sandbox:
 
     def sample(self, key: str, text: str, sampling: dict[str, Any], tokenizer_json: Callable[[], str],
                owner: str | None = None) -> Encoded:
-        """A sampled encode of `text` (tokenmill.encoding.subword_sampling, `sampling` as `Sampling.as_dict()`) with the
+        """A sampled encode of `text` (tokenmill.sandboxed.subword_sampling, `sampling` as `Sampling.as_dict()`) with the
         sampler `key` names; `tokenizer_json` is called only when the process has not loaded it yet."""
         return cast(Encoded, self._loaded(("sample", key, text, sampling),
                                           lambda: ("load_sampler", key, tokenizer_json()), owner))
@@ -341,7 +341,7 @@ class Sandbox:
         imports in the background and says "ready" on its socket."""
         ours, theirs = socket.socketpair()
         code = (f"import sys; sys.path.insert(0, {ROOT!r}); "
-                f"from tokenmill.encoding.sandbox import serve; serve({theirs.fileno()})")
+                f"from tokenmill.sandboxed.sandbox import serve; serve({theirs.fileno()})")
         env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "RUST_BACKTRACE": "0"}
         try:
             process = subprocess.Popen([sys.executable, "-c", code], pass_fds=[theirs.fileno()], env=env,

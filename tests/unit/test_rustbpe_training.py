@@ -18,10 +18,10 @@ from tests.text import flores_lines
 from tokenmill.errors import InvalidCorpus
 from tokenmill.training import with_tokenizers
 from tokenmill.training.patterns import PATTERNS
-from tokenmill.training.spec import resolve_spec
+from tokenmill.training.spec import resolve_spec, rustbpe_refusal
 from tokenmill.training.tiktoken_format import BYTE_DECODER
 from tokenmill.training.version_files import version_contents
-from tokenmill.training.with_rustbpe import check_pattern, merge_pairs, refusal, train_rustbpe
+from tokenmill.training.with_rustbpe import check_pattern, merge_pairs, train_rustbpe
 
 REPO = Path(__file__).resolve().parents[2]
 LANGUAGES = ("eng_Latn", "spa_Latn", "deu_Latn", "rus_Cyrl", "ell_Grek", "arb_Arab", "hin_Deva", "tha_Thai",
@@ -253,7 +253,7 @@ def test_a_generator_is_streamed_and_gives_what_a_list_gives_in_any_order(traini
 ])
 def test_what_rustbpe_cannot_train_is_refused_by_field(raw, field):
     spec = resolve_spec({"vocab_size": 1000, **raw})
-    assert refusal(spec).startswith(field)
+    assert rustbpe_refusal(spec).startswith(field)
     with pytest.raises(ValueError, match=f"spec.{field}"):
         train_rustbpe(spec, ["some text"])
 

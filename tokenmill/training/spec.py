@@ -416,11 +416,26 @@ def _check_distributed(spec: TrainingSpec) -> None:
         _refuse("max_sentences", "distributed counting reads every line (no sample)")
 
 
+def rustbpe_refusal(spec: TrainingSpec) -> str | None:
+    """Why rustbpe (or tokenmill, which learns by its rule) cannot train this spec (the field
+    first), or None when it can."""
+    name = spec.library
+    if spec.algorithm != "bpe" or not spec.byte_level:
+        return f"algorithm: {name} trains byte-level BPE only"
+    if not spec.regex_pattern:
+        return f"pre_tokenizer: {name} splits with a regex: use gpt2, cl100k, o200k or a custom pre_tokenizer_regex"
+    if spec.split_digits:
+        return f"split_digits: {name} splits with one regex; put the digit rule into pre_tokenizer_regex"
+    if spec.max_token_length:
+        return f"max_token_length: {name} has no token length limit"
+    if spec.vocab_size <= BYTE_ALPHABET + len(spec.special_tokens or []):
+        return "vocab_size: must hold the special tokens, the 256 byte tokens and one merge"
+    return None
+
+
 def _check_rustbpe_rule(spec: TrainingSpec) -> None:
     # rustbpe, and tokenmill, which learns by its rule (a custom regex runs in Python's regex there).
-    from tokenmill.training.with_rustbpe import refusal
-
-    if (why := refusal(spec)) is not None:
+    if (why := rustbpe_refusal(spec)) is not None:
         field, _, reason = why.partition(": ")
         _refuse(field, reason)
 

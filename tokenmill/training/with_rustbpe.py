@@ -59,7 +59,7 @@ from tokenmill.training.regex_limit import (
     reported,
     took_over,
 )
-from tokenmill.training.spec import BYTE_ALPHABET, TrainingSpec
+from tokenmill.training.spec import BYTE_ALPHABET, TrainingSpec, rustbpe_refusal
 from tokenmill.training.text_frames import batches, frames, read_texts, write_frame, write_texts
 from tokenmill.training.tiktoken_format import BYTE_ENCODER, byte_level_token
 
@@ -67,23 +67,6 @@ from tokenmill.training.tiktoken_format import BYTE_ENCODER, byte_level_token
 # The order tokenizers' BpeTrainer gives the byte tokens their ids: by code point.
 BYTE_ORDER = sorted(range(BYTE_ALPHABET), key=lambda byte: ord(BYTE_ENCODER[byte]))
 ENGINE = "rustbpe's regex engine (fancy_regex)"
-
-
-def refusal(spec: TrainingSpec) -> str | None:
-    """Why rustbpe (or tokenmill, which learns by its rule) cannot train this spec (the field
-    first), or None when it can."""
-    name = spec.library
-    if spec.algorithm != "bpe" or not spec.byte_level:
-        return f"algorithm: {name} trains byte-level BPE only"
-    if not spec.regex_pattern:
-        return f"pre_tokenizer: {name} splits with a regex: use gpt2, cl100k, o200k or a custom pre_tokenizer_regex"
-    if spec.split_digits:
-        return f"split_digits: {name} splits with one regex; put the digit rule into pre_tokenizer_regex"
-    if spec.max_token_length:
-        return f"max_token_length: {name} has no token length limit"
-    if spec.vocab_size <= BYTE_ALPHABET + len(spec.special_tokens or []):
-        return "vocab_size: must hold the special tokens, the 256 byte tokens and one merge"
-    return None
 
 
 def check_pattern(pattern: str) -> None:
@@ -94,7 +77,7 @@ def check_pattern(pattern: str) -> None:
 def learn_ranks(spec: TrainingSpec, texts: Iterable[str]) -> list[bytes]:
     """Every token's bytes in rank order: the 256 single bytes, then one per merge learned.
     rustbpe takes the texts `BATCH` at a time (what `regex_limit.Batches` watches)."""
-    if (why := refusal(spec)) is not None:
+    if (why := rustbpe_refusal(spec)) is not None:
         raise ValueError(f"spec.{why}")
     normalizer = with_tokenizers.normalizer_of(spec)
     stream: Iterator[str] = iter(texts)
@@ -167,7 +150,7 @@ def to_tokenizer(spec: TrainingSpec, pairs: list[tuple[bytes, bytes]]) -> Tokeni
 def train_rustbpe(spec: TrainingSpec, texts: Iterable[str], regex_seconds: float | None = REGEX_DOCUMENT_SECONDS) -> Tokenizer:
     """Train byte-level BPE on the texts with rustbpe, as the spec says (see the module docstring);
     a custom regex is watched as `regex_limit.Batches` says, with `regex_seconds` per document."""
-    if (why := refusal(spec)) is not None:
+    if (why := rustbpe_refusal(spec)) is not None:
         raise ValueError(f"spec.{why}")
     return to_tokenizer(spec, merge_pairs(learn_ranks_apart(spec, texts, regex_seconds)))
 

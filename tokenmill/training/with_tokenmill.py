@@ -17,7 +17,7 @@ every core, the merges learned from the counts, rustbpe's rule throughout.
 
 Counts are sums and the learner is rustbpe's, so a spec gives library rustbpe's merges on the
 same texts, whatever the number of processes or the order the texts reach them (tests hold
-both). What is refused is what rustbpe refuses (`with_rustbpe.refusal`); `min_frequency` is
+both). What is refused is what rustbpe refuses (`spec.rustbpe_refusal`); `min_frequency` is
 not applied either, as in rustbpe (a corpus of a few MB still sees its last merge more often).
 """
 
@@ -61,11 +61,12 @@ def train_tokenmill(spec: "TrainingSpec", texts: Iterable[str], processes: int |
     with `processes` children (None: the `training_processes` setting). SlowRegex when a custom
     regex takes longer than `regex_seconds` on one document."""
     from tokenmill.settings import get_settings
-    from tokenmill.training import with_rustbpe, with_tokenizers
+    from tokenmill.training import with_tokenizers
+    from tokenmill.training.spec import rustbpe_refusal
 
-    if (why := with_rustbpe.refusal(spec)) is not None:
+    if (why := rustbpe_refusal(spec)) is not None:
         raise ValueError(f"spec.{why}")
-    assert spec.regex_pattern is not None  # refusal() has made sure
+    assert spec.regex_pattern is not None  # rustbpe_refusal() has made sure
     normalizer = with_tokenizers.normalizer_of(spec)
     threads = max(1, processes or get_settings().training_processes)
     if normalizer is None and (preset := _compiled_preset(spec.regex_pattern)) is not None:

@@ -14,7 +14,7 @@ from tests.e2e.test_walking_skeleton import wait_for_job
 from tests.services import FIXTURES
 from tests.stack import unique
 from tokenmill.evaluation.references import load_reference
-from tokenmill.training.tiktoken_format import parse_rank_file
+from tokenmill.formats.tiktoken_format import parse_rank_file
 
 FLORES = FIXTURES / "parallel_flores200_dev"
 

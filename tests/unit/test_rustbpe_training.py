@@ -16,10 +16,10 @@ from tests.loaders import encoders
 from tests.services import FIXTURES
 from tests.text import flores_lines
 from tokenmill.errors import InvalidCorpus
+from tokenmill.formats.tiktoken_format import BYTE_DECODER
 from tokenmill.training import with_tokenizers
 from tokenmill.training.patterns import PATTERNS
 from tokenmill.training.spec import resolve_spec, rustbpe_refusal
-from tokenmill.training.tiktoken_format import BYTE_DECODER
 from tokenmill.training.version_files import version_contents
 from tokenmill.training.with_rustbpe import check_pattern, merge_pairs, train_rustbpe
 

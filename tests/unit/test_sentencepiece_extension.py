@@ -6,8 +6,8 @@ import sentencepiece as spm
 from tokenizers import Tokenizer
 
 from tests.text import flores_lines
+from tokenmill.formats.sentencepiece_model import parse
 from tokenmill.jobs.sentencepiece_extension import extended_model, sentencepiece_extension_files
-from tokenmill.training.sentencepiece_model import parse
 from tokenmill.training.spec import BaseSpec, resolve_spec
 from tokenmill.training.with_sentencepiece import train_sentencepiece
 

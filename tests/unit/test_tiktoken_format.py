@@ -10,8 +10,8 @@ import pytest
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from tests.services import FIXTURES
+from tokenmill.formats.tiktoken_format import encoding, parse_rank_file, rank_file, tiktoken_ranks
 from tokenmill.training.patterns import PATTERNS
-from tokenmill.training.tiktoken_format import encoding, parse_rank_file, rank_file, tiktoken_ranks
 
 FLORES = FIXTURES / "parallel_flores200_dev"
 LANGUAGES = ("eng_Latn", "spa_Latn", "deu_Latn", "rus_Cyrl", "ell_Grek", "arb_Arab", "heb_Hebr", "hin_Deva",

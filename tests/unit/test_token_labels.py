@@ -2,7 +2,7 @@
 tokens as their bytes with a cut character's bytes as <0xNN>, and one space glyph everywhere."""
 
 from service.web.tokens import bytes_label, version_labeller, visible
-from tokenmill.training.tiktoken_format import BYTE_DECODER
+from tokenmill.formats.tiktoken_format import BYTE_DECODER
 
 BYTE_ENCODER = {byte: char for char, byte in BYTE_DECODER.items()}
 

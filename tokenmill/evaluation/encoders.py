@@ -37,11 +37,11 @@ from tokenmill.evaluation.references import load_reference
 from tokenmill.evaluation.spelling import Spelling, WordPieceSpelling, byte_length_spans, utf8_widths
 from tokenmill.evaluation.word_cache import applies as word_cache_applies
 from tokenmill.evaluation.word_cache import word_cache
+from tokenmill.formats import sentencepiece_model
+from tokenmill.formats.sentencepiece_model import ModelProto
+from tokenmill.formats.tiktoken_format import encoding as tiktoken_encoding
+from tokenmill.formats.tiktoken_format import parse_rank_file
 from tokenmill.settings import get_settings
-from tokenmill.training import sentencepiece_model
-from tokenmill.training.sentencepiece_model import ModelProto
-from tokenmill.training.tiktoken_format import encoding as tiktoken_encoding
-from tokenmill.training.tiktoken_format import parse_rank_file
 
 Spans = list[tuple[int, int]]
 

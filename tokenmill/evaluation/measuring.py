@@ -42,11 +42,11 @@ from tokenmill.evaluation.encoders import (
 )
 from tokenmill.evaluation.metrics import MetricsAccumulator
 from tokenmill.evaluation.references import BASELINES
+from tokenmill.formats.tiktoken_format import encoding as tiktoken_encoding
+from tokenmill.formats.tiktoken_format import parse_rank_file
 from tokenmill.models import Corpus, Evaluation
 from tokenmill.settings import get_settings
 from tokenmill.store import ObjectStore
-from tokenmill.training.tiktoken_format import encoding as tiktoken_encoding
-from tokenmill.training.tiktoken_format import parse_rank_file
 
 BATCH_LINES = 1024
 SAMPLE_SEED = 0  # of every evaluation's sample (recorded with it)

@@ -37,8 +37,8 @@ from tiktoken_ext.openai_public import (
 )
 
 from tokenmill.errors import ReferenceFileError
+from tokenmill.formats.tiktoken_format import parse_rank_file
 from tokenmill.training.patterns import CL100K_PAT_STR, O200K_PAT_STR
-from tokenmill.training.tiktoken_format import parse_rank_file
 
 __all__ = ["BASELINES", "BYTES", "REFERENCE_NAMES", "ReferenceFileError", "load_reference", "reference_sha256"]
 
@@ -152,7 +152,7 @@ def reference_sha256(name: str) -> str:
 def reference_token_ids(name: str) -> dict[str, int]:
     """A reference's token → id map written as byte-level tokenizer.json writes its tokens
     ("Ġthe"), special tokens included: what an extension of it is compared with."""
-    from tokenmill.training.tiktoken_format import byte_level_token
+    from tokenmill.formats.tiktoken_format import byte_level_token
 
     encoding = load_reference(name)
     vocabulary = {byte_level_token(token): rank for token, rank in encoding._mergeable_ranks.items()}

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from tokenmill.evaluation.utf8 import SEQUENCE_BYTES
-from tokenmill.training.sentencepiece_model import BYTE, NORMAL, UNIGRAM, USER_DEFINED, ModelProto
+from tokenmill.formats.sentencepiece_model import BYTE, NORMAL, UNIGRAM, USER_DEFINED, ModelProto
 
 UNKNOWN_PENALTY = np.float32(10.0)
 UNIT_ROUNDOFF = 2.0 ** -24  # of float32

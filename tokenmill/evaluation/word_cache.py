@@ -38,7 +38,7 @@ from numba import njit
 from tokenmill.corpora.words import utf8_lines
 from tokenmill.evaluation.unigram import Pieces, segment_words
 from tokenmill.evaluation.utf8 import SEQUENCE_BYTES
-from tokenmill.training.sentencepiece_model import BPE, ModelProto
+from tokenmill.formats.sentencepiece_model import BPE, ModelProto
 
 MAX_WORDS = 1 << 20
 MAX_KEY_BYTES = 32 << 20

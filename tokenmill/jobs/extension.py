@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.errors import InvalidInput
 from tokenmill.evaluation.references import PRESET_REFERENCES, load_reference
+from tokenmill.formats.tiktoken_format import parse_rank_file, rank_file
 from tokenmill.jobs.sentencepiece_extension import MODEL_FILE, sentencepiece_spec
 from tokenmill.models import Corpus, Team, TokenizerVersion
 from tokenmill.store import ObjectStore
@@ -36,7 +37,6 @@ from tokenmill.training.counting.merge import Counts, Pruned, fitted
 from tokenmill.training.export import TIKTOKEN_FILE, manifest_of, sha256
 from tokenmill.training.merge_learner import added_up, learn_merges_from
 from tokenmill.training.spec import BaseSpec, TrainingSpec
-from tokenmill.training.tiktoken_format import parse_rank_file, rank_file
 from tokenmill.training.version_files import TrainedFiles
 from tokenmill.versions.import_formats import imported_files
 from tokenmill.versions.registry import get_version, version_file

@@ -22,10 +22,10 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.errors import InvalidInput
+from tokenmill.formats.sentencepiece_model import BPE, NORMAL, parse
 from tokenmill.models import Team, TokenizerVersion
 from tokenmill.store import ObjectStore
 from tokenmill.training.export import manifest_of, sha256
-from tokenmill.training.sentencepiece_model import BPE, NORMAL, parse
 from tokenmill.training.spec import BaseSpec, TrainingSpec
 from tokenmill.training.version_files import TrainedFiles
 from tokenmill.versions.import_formats import imported_files

@@ -30,11 +30,11 @@ from tokenmill.errors import TokenmillError
 from tokenmill.evaluation.references import REFERENCE_NAMES, load_reference
 from tokenmill.evaluation.reports import Subject, latest_evaluations, pivot_language, premium_details, subject_of
 from tokenmill.evaluation.token_counts import CLIP, combined_counts
+from tokenmill.formats.tiktoken_format import BYTE_DECODER
 from tokenmill.models import Corpus, Evaluation, Team, TokenizerVersion
 from tokenmill.playground.cost_probes import probe
 from tokenmill.playground.encode import encode_with_reference, encode_with_version
 from tokenmill.store import ObjectStore
-from tokenmill.training.tiktoken_format import BYTE_DECODER
 from tokenmill.versions.diff import readable_token
 from tokenmill.versions.registry import load_tokenizer, version_file
 

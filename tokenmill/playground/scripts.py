@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import regex
 
 from tokenmill.errors import SandboxError
-from tokenmill.training.tiktoken_format import BYTE_DECODER
+from tokenmill.formats.tiktoken_format import BYTE_DECODER
 
 if TYPE_CHECKING:
     from tokenmill.models import TokenizerVersion

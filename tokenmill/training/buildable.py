@@ -76,7 +76,7 @@ def _build(spec: TrainingSpec) -> None:
     loaded = _step("tokenizers", lambda: Tokenizer.from_str(files["tokenizer.json"].decode()))
     _step("tokenizers", lambda: (tokenizer.encode(text), loaded.encode(text)))
     if (name := tiktoken_info.get("file")) in files:
-        from tokenmill.training.tiktoken_format import encoding, parse_rank_file
+        from tokenmill.formats.tiktoken_format import encoding, parse_rank_file
 
         made = _step("tiktoken", lambda: encoding("buildable", parse_rank_file(files[name]),
                                                   tiktoken_info["special_tokens"], tiktoken_info["pat_str"]))

@@ -89,7 +89,7 @@ def tiktoken_file(spec: TrainingSpec, tokenizer_json: str) -> tuple[dict[str, by
         return {}, {"file": None, "reason": "tiktoken reproduces byte-level BPE without normalization only"}
     if not spec.regex_pattern:
         return {}, {"file": None, "reason": "tiktoken needs a pre-tokenization regex (pre_tokenizer gpt2, cl100k, o200k or a custom regex)"}
-    from tokenmill.training.tiktoken_format import rank_file, tiktoken_ranks
+    from tokenmill.formats.tiktoken_format import rank_file, tiktoken_ranks
 
     try:
         ranks, specials = tiktoken_ranks(tokenizer_json)

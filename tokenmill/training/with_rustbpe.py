@@ -46,6 +46,7 @@ import rustbpe
 from tokenizers import Tokenizer, models
 
 from tokenmill.errors import InvalidCorpus
+from tokenmill.formats.tiktoken_format import BYTE_ENCODER, byte_level_token
 from tokenmill.training import with_tokenizers
 from tokenmill.training.regex_limit import (
     BATCH,
@@ -61,7 +62,6 @@ from tokenmill.training.regex_limit import (
 )
 from tokenmill.training.spec import BYTE_ALPHABET, TrainingSpec, rustbpe_refusal
 from tokenmill.training.text_frames import batches, frames, read_texts, write_frame, write_texts
-from tokenmill.training.tiktoken_format import BYTE_ENCODER, byte_level_token
 
 # GPT-2's printable character for each byte value (tokenizers' ByteLevel alphabet).
 # The order tokenizers' BpeTrainer gives the byte tokens their ids: by code point.

@@ -46,8 +46,8 @@ from typing import Any
 import sentencepiece
 from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers
 
-from tokenmill.training import sentencepiece_model
-from tokenmill.training.sentencepiece_model import CONTROL, NORMAL, UNIGRAM, UNKNOWN, USER_DEFINED, ModelProto
+from tokenmill.formats import sentencepiece_model
+from tokenmill.formats.sentencepiece_model import CONTROL, NORMAL, UNIGRAM, UNKNOWN, USER_DEFINED, ModelProto
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.with_tokenizers import METASPACE, metaspace_decoder
 

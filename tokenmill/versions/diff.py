@@ -17,9 +17,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from tokenmill.formats.tiktoken_format import BYTE_DECODER
 from tokenmill.models import TokenizerVersion
 from tokenmill.store import ObjectStore
-from tokenmill.training.tiktoken_format import BYTE_DECODER
 from tokenmill.versions.registry import load_tokenizer
 
 

@@ -30,9 +30,9 @@ from typing import Any
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
 from tokenmill.errors import InvalidInput
+from tokenmill.formats.tiktoken_format import byte_level_token, encoding, rank_file, tiktoken_ranks
 from tokenmill.training.export import TIKTOKEN_FILE, _json, bpe_files, sha256
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.training.tiktoken_format import byte_level_token, encoding, rank_file, tiktoken_ranks
 
 NOT_A_TOKENIZER = "neither a tokenizer.json, a sentencepiece model nor a tiktoken rank file"
 # Text every derived file must encode to the source's ids: several scripts, digits, code, spacing.
@@ -179,7 +179,7 @@ def _looks_like_rank_file(data: bytes) -> bool:
 
 
 def _from_rank_file(data: bytes, pat_str: str | None, special_tokens: dict[str, int]) -> Imported:
-    from tokenmill.training.tiktoken_format import parse_rank_file
+    from tokenmill.formats.tiktoken_format import parse_rank_file
 
     if not pat_str:
         raise InvalidInput("pat_str: a tiktoken rank file needs the regex it splits text with (its pat_str)",
@@ -265,7 +265,7 @@ def _last_merge(ranks: dict[bytes, int], token: bytes, rank: int) -> tuple[bytes
 # ---- sentencepiece models ------------------------------------------------------------------
 
 def _sentencepiece_proto(data: bytes) -> Any:
-    from tokenmill.training.sentencepiece_model import parse
+    from tokenmill.formats.sentencepiece_model import parse
 
     try:
         proto = parse(data)

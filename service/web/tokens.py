@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tokenmill.evaluation.references import REFERENCE_NAMES, load_reference
+from tokenmill.formats.tiktoken_format import BYTE_DECODER
 from tokenmill.models import TokenizerVersion
-from tokenmill.training.tiktoken_format import BYTE_DECODER
 
 GLYPHS = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
 BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")

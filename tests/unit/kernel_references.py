@@ -40,7 +40,7 @@ def bpe_merges(pieces: Iterable[tuple[Sequence[int], int]], merges: int, first_i
         learned.append(best)
         merged_words: Counter[tuple[int, ...]] = Counter()
         for word, count in words.items():
-            merged_words[_merged(word, best, new_id)] += count
+            merged_words[merged_word(word, best, new_id)] += count
         words = merged_words
     return learned
 
@@ -50,7 +50,8 @@ def most_frequent(pairs: Counter[tuple[int, int]], candidates: list[tuple[int, i
     return min(candidates, key=lambda pair: (-pairs[pair], pair))
 
 
-def _merged(word: tuple[int, ...], pair: tuple[int, int], new_id: int) -> tuple[int, ...]:
+def merged_word(word: tuple[int, ...], pair: tuple[int, int], new_id: int) -> tuple[int, ...]:
+    """The word with every occurrence of `pair`, left to right and without overlap, made `new_id`."""
     out: list[int] = []
     i = 0
     while i < len(word):

@@ -7,6 +7,7 @@ import pytest
 import regex
 import rustbpe
 
+from tests.unit.kernel_references import merged_word
 from tokenmill.training import merge_learner
 from tokenmill.training.patterns import PATTERNS
 
@@ -104,17 +105,9 @@ def test_learning_from_ids_continues_a_state():
     made = {pair: 256 + k for k, pair in enumerate(by_ids[:4])}
     state = []
     for piece, _ in pieces:
-        ids = list(piece)
+        ids = tuple(piece)
         for pair, new in made.items():
-            i, out = 0, []
-            while i < len(ids):
-                if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
-                    out.append(new)
-                    i += 2
-                else:
-                    out.append(ids[i])
-                    i += 1
-            ids = out
+            ids = merged_word(ids, pair, new)
         state.append(ids)
     later = learn_merges_from(np.array([i for ids in state for i in ids], dtype=np.int32),
                               np.array([len(ids) for ids in state], dtype=np.int64), counts, 260, 8)

@@ -187,7 +187,7 @@ def instrument(timeline: Timeline, sampler: Sampler, store, corpus_key: str) -> 
     """Wrap what the pipeline calls, in this process only; returns the pass counters."""
     from tokenmill.jobs import pipeline
     from tokenmill.training import export, version_files, with_rustbpe, with_tokenizers
-    from tokenmill.work import lifecycle, progress
+    from tokenmill.work import heartbeat, progress
 
     for name, label in (("claim", "claim"), ("_corpora", "corpus rows"), ("lineage", "lineage (package versions)"),
                         ("train_version_files", "train_version_files"), ("_evaluate", "evaluate (no corpora)"),
@@ -205,9 +205,9 @@ def instrument(timeline: Timeline, sampler: Sampler, store, corpus_key: str) -> 
     timeline.wrap(with_rustbpe, "to_tokenizer", "engine: merges to a Tokenizer")
     timeline.wrap(with_tokenizers, "coverage_alphabet", "alphabet pass")
     timeline.wrap(version_files, "reservoir_sample", "sampling pass")
-    timeline.wrap(lifecycle, "over_memory", "memory guard (RSS of the process and its children, PSS past the limit)",
+    timeline.wrap(heartbeat, "over_memory", "memory guard (RSS of the process and its children, PSS past the limit)",
                   total=True)
-    timeline.wrap(lifecycle.Heartbeat, "_beat", "heartbeat writes", total=True)
+    timeline.wrap(heartbeat.Heartbeat, "_beat", "heartbeat writes", total=True)
     timeline.wrap(store, "put_bytes", "store writes (put_bytes)", total=True)
 
     counters = {"passes": 0, "training_texts": 0}
@@ -317,7 +317,7 @@ def job_child(work: Path, corpus: Path, library: str, vocab: int, team_id: str, 
     from tokenmill.models import Corpus, Team, TokenizerVersion, TrainingJob
     from tokenmill.settings import Settings
     from tokenmill.store import open_store
-    from tokenmill.work.lifecycle import WorkLimits
+    from tokenmill.work.limits import WorkLimits
 
     imports = time.perf_counter() - imported
     baseline = status_kib()
@@ -412,7 +412,8 @@ def probe_child(work: Path, corpus: Path, corpus_id: str, probe: str) -> dict:
             texts = tracked(training_texts(store, [row]), row.characters, Throttled(), "training", 0.0, 0.5)
             if threads:
                 from tokenmill.settings import Settings
-                from tokenmill.work.lifecycle import Heartbeat, WorkLimits
+                from tokenmill.work.heartbeat import Heartbeat
+                from tokenmill.work.limits import WorkLimits
                 from tokenmill.work.progress import PeakMemory
 
                 limits = WorkLimits.of(Settings(home=work, database_url=database_url, storage_url=storage_url))

@@ -19,7 +19,7 @@ from tokenmill.db import make_engine, make_sessionmaker, migrate, transaction
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store, read_into
 from tokenmill.teams import create_team, team_by_name
-from tokenmill.work.lifecycle import WorkLimits
+from tokenmill.work.limits import WorkLimits
 
 LOCAL_TEAM = "local"
 DEMO = Path(__file__).resolve().parent / "demo"

@@ -24,7 +24,8 @@ from tokenmill.settings import get_settings
 from tokenmill.store import ObjectStore, open_store
 from tokenmill.training.counting.distributed import Helpers, help_counting
 from tokenmill.work import task_names
-from tokenmill.work.lifecycle import TIME_LIMIT, TRANSIENT, WorkLimits
+from tokenmill.work.lifecycle import TIME_LIMIT, TRANSIENT
+from tokenmill.work.limits import WorkLimits
 from workers.app import app
 
 

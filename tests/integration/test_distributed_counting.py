@@ -22,7 +22,9 @@ from tokenmill.training.counting import parts
 from tokenmill.training.counting.distributed import Counting, Helpers, _plan, count_claimed_parts, help_counting
 from tokenmill.training.regex_limit import SlowRegex
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.work.lifecycle import WorkLimits, claim
+from tokenmill.work.count_parts import claim_part
+from tokenmill.work.lifecycle import WORKER_DIED, claim
+from tokenmill.work.limits import WorkLimits
 
 WORDS = ["the", "there", "then", "lower", "lowest", "día", "niño", "日本語", "добрый", "1999", "2026", "3.14",
          "def", "return", "x_1", "(a+b)", "aaaa", "!!", "Tokenmill", "counts", "merges", "pieces"]
@@ -113,8 +115,6 @@ def test_any_number_of_workers_and_parts_give_the_files_of_one(sessionmaker, sto
 
 
 def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team_and_corpora):
-    from tokenmill.training.counting import distributed
-
     team, corpora = team_and_corpora
     spec = {**RUSTBPE, "counting": "distributed"}
     expected = _trained(sessionmaker, store, team, corpora, spec, Helpers(part_bytes=10**9))
@@ -124,21 +124,40 @@ def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team
     claims = []
 
     def dispatch(job_id, attempt, prefix, count):
-        claims.append(distributed._claim(sessionmaker, job_id, attempt, WorkLimits()))
+        claims.append(claim_part(sessionmaker, job_id, attempt, WorkLimits()))
 
     limits = WorkLimits(silent_after=1)
     job_id = _job(sessionmaker, team, corpora, spec)
     assert run_training_job(sessionmaker, store, job_id, limits, Helpers(dispatch=dispatch, count=1, part_bytes=8192)) \
         == "succeeded"
-    assert len(claims) == 1 and claims[0] is not None and claims[0][0].part == 0
+    assert len(claims) == 1 and claims[0] is not None and claims[0].part == 0
     assert _files(sessionmaker, store, job_id) == expected
+
+
+def test_a_part_that_ends_its_worker_every_time_fails_the_job(sessionmaker, store, team_and_corpora):
+    team, corpora = team_and_corpora
+    job_id = _job(sessionmaker, team, corpora, {**RUSTBPE, "counting": "distributed"})
+    claim(sessionmaker, TrainingJob, job_id, WorkLimits())  # the coordinator has the job (attempt 1)
+    with sessionmaker() as session:
+        job = session.get_one(TrainingJob, job_id)
+    counting = Counting(sessionmaker, job_id, job.attempts, job_prefix(job), WorkLimits(), Helpers(part_bytes=10**9))
+    _plan(counting, parts.plan(corpora, 10**9))
+    # Every claim is silent at once (its worker taken for dead): part 0 is claimed again and again.
+    dying = WorkLimits(silent_after=-60, max_attempts=2)
+    claimed = [claim_part(sessionmaker, job_id, job.attempts, dying) for _ in range(3)]
+    assert [row.part if row else None for row in claimed] == [0, 0, None]
+    assert [row.claims for row in claimed[:2]] == [1, 2]
+    with sessionmaker() as session:
+        row = session.get_one(TrainingJob, job_id)
+    assert row.status == "failed" and row.error == WORKER_DIED.format(attempts=2), row.error
 
 
 HELP_ONCE = """
 import sys, uuid
 from tokenmill.training.counting.distributed import help_counting
 from tokenmill.db import make_engine, make_sessionmaker
-from tokenmill.work.lifecycle import WorkLimits, claim
+from tokenmill.work.lifecycle import claim
+from tokenmill.work.limits import WorkLimits
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
 settings = get_settings()

@@ -17,7 +17,7 @@ from tokenmill.db import make_engine, make_sessionmaker, transaction, utcnow
 from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
 from tokenmill.quotas import set_quotas
 from tokenmill.teams import create_team
-from tokenmill.work.lifecycle import WorkLimits
+from tokenmill.work.limits import WorkLimits
 from tokenmill.work.scheduling import EVALUATION, STATISTICS, TRAINING, claim_next
 
 ROOMY = WorkLimits(running_jobs=100)

@@ -16,7 +16,8 @@ from tokenmill.models import TokenizerVersion, TrainingJob
 from tokenmill.settings import Settings
 from tokenmill.store import ObjectNotFound
 from tokenmill.teams import create_team
-from tokenmill.work.lifecycle import WORKER_DIED, Claim, WorkLimits, claim
+from tokenmill.work.lifecycle import WORKER_DIED, Claim, claim
+from tokenmill.work.limits import WorkLimits
 
 
 @pytest.fixture

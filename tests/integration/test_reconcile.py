@@ -13,7 +13,7 @@ from tokenmill.jobs.submission import submit_job
 from tokenmill.models import Corpus, TrainingJob
 from tokenmill.store import ObjectNotFound, open_store
 from tokenmill.teams import create_team
-from tokenmill.work.lifecycle import WorkLimits
+from tokenmill.work.limits import WorkLimits
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import time
 
 import psutil
 
-from tokenmill.work import lifecycle
+from tokenmill.work import heartbeat
 from tokenmill.work.progress import PeakMemory
 
 HOLD = 200 * 2**20
@@ -46,10 +46,10 @@ def test_peak_memory_leaves_out_children_that_were_already_running():
 
 def test_the_guard_reads_pss_only_once_rss_passes_the_limit(monkeypatch):
     reads = []
-    real = lifecycle.proportional_memory
-    monkeypatch.setattr(lifecycle, "proportional_memory", lambda process: reads.append(1) or real(process))
+    real = heartbeat.proportional_memory
+    monkeypatch.setattr(heartbeat, "proportional_memory", lambda process: reads.append(1) or real(process))
     process = psutil.Process()
-    assert not lifecycle.over_memory(process, 1 << 40)
+    assert not heartbeat.over_memory(process, 1 << 40)
     assert reads == []
-    assert lifecycle.over_memory(process, 1 << 20)
+    assert heartbeat.over_memory(process, 1 << 20)
     assert reads == [1]

@@ -6,8 +6,8 @@ corpus row shows `statistics: null` until it is done. The same pass counts the e
 documents and stores the hashes of the distinct ones beside the corpus (tokenmill.corpora.duplicates),
 before the statistics are recorded; an attempt whose corpus was deleted meanwhile removes them.
 
-They end as a job does (tokenmill/work/lifecycle.py): a claim counted by attempt (the corpus's
-`statistics_claimed_at`, touched by a heartbeat), the job's memory guard and time limits, and
+They end as a job does: a claim counted by attempt (tokenmill/work/claims.py: the corpus's
+`statistics_claimed_at`, touched by the heartbeat), the job's memory guard and time limits, and
 `statistics_error` with a reason a person can act on when they cannot be computed. A transient
 fault gives the claim back for the sweeper to send the task again. A task message computes the
 fair next corpus of any team (tokenmill/work/scheduling.py), or takes over its own corpus if
@@ -16,19 +16,21 @@ that one's claim fell silent.
 
 import logging
 import uuid
-from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, or_, select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.corpora.duplicates import hashes_key, store_hashes
 from tokenmill.corpora.reading import corpus_documents
 from tokenmill.corpora.statistics import CorpusStatistics
-from tokenmill.db import rowcount, transaction, utcnow
+from tokenmill.db import rowcount, transaction
 from tokenmill.models import Corpus
 from tokenmill.store import ObjectStore
-from tokenmill.work.lifecycle import TRANSIENT, WORKER_DIED, Heartbeat, WorkLimits, unavailable
+from tokenmill.work.claims import CORPUS_STATISTICS, claim, in_attempt
+from tokenmill.work.heartbeat import Heartbeat
+from tokenmill.work.lifecycle import TRANSIENT, WORKER_DIED, unavailable
+from tokenmill.work.limits import WorkLimits
 from tokenmill.work.scheduling import STATISTICS, Claimed, Wake, claim_next, wake_team_of
 
 log = logging.getLogger(__name__)
@@ -90,15 +92,7 @@ def _claim(factory: sessionmaker[Session], corpus_id: uuid.UUID, limits: WorkLim
            silent_only: bool) -> Claimed | None:
     """Claim this corpus's statistics if its claim fell silent (or, unless `silent_only`, if
     nobody holds one), counting the attempt; past its attempts they are failed instead."""
-    now = utcnow()
-    silent = Corpus.statistics_claimed_at < now - timedelta(seconds=limits.silent_after)
-    unclaimed = or_(silent, Corpus.statistics_claimed_at.is_(None)) if not silent_only else silent
-    with transaction(factory) as session:
-        attempt = session.execute(
-            update(Corpus).where(Corpus.id == corpus_id, Corpus.statistics.is_(None), Corpus.statistics_error.is_(None),
-                                 unclaimed)
-            .values(**STATISTICS.claim(now, claimant)).returning(Corpus.statistics_attempts)
-        ).scalar()
+    attempt = claim(factory, CORPUS_STATISTICS, Corpus.id == corpus_id, limits.silent_after, claimant, silent_only)
     if attempt is None:
         return None
     claimed = Claimed(corpus_id, attempt)
@@ -110,26 +104,18 @@ def _claim(factory: sessionmaker[Session], corpus_id: uuid.UUID, limits: WorkLim
 
 def _ours(claimed: Claimed) -> ColumnElement[bool]:
     # The corpus, while this attempt computes its statistics.
-    return ((Corpus.id == claimed.row_id) & Corpus.statistics.is_(None) & Corpus.statistics_error.is_(None)
-            & (Corpus.statistics_attempts == claimed.attempt))
+    return in_attempt(CORPUS_STATISTICS, Corpus.id == claimed.row_id, claimed.attempt)
 
 
 def _compute(factory: sessionmaker[Session], store: ObjectStore, claimed: Claimed, limits: WorkLimits) -> bool:
-    def touch(session: Session) -> bool:
-        return rowcount(session.execute(update(Corpus).where(_ours(claimed)).values(statistics_claimed_at=utcnow()))) == 1
-
-    def held(session: Session) -> bool:  # ours, or stored by us
-        attempts = session.scalar(select(Corpus.statistics_attempts).where(Corpus.id == claimed.row_id))
-        return attempts == claimed.attempt
-
     corpus: Corpus | None = None
 
     def stop() -> None:  # the claim is gone: what this attempt stored goes if the corpus went
         if corpus is not None:
             _forget_hashes_if_deleted(factory, store, corpus)
 
-    heartbeat = Heartbeat(factory, touch, limits, lambda message: _end(factory, claimed, message), held=held,
-                          stop=stop, memory_advice=MEMORY_ADVICE)
+    heartbeat = Heartbeat.of_claim(factory, CORPUS_STATISTICS, Corpus.id == claimed.row_id, claimed.attempt, limits,
+                                   lambda message: _end(factory, claimed, message), stop, MEMORY_ADVICE)
     try:
         with heartbeat:
             with factory() as session:

@@ -20,17 +20,8 @@ from tokenmill.evaluation.reports import has_version_curve
 from tokenmill.models import Corpus, EvaluationRun, Status, TokenizerVersion
 from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import version_files
-from tokenmill.work.lifecycle import (
-    WORKER_DIED,
-    Claim,
-    WorkLimits,
-    claim,
-    fail,
-    held,
-    latest_claim,
-    run_claimed,
-    take_over,
-)
+from tokenmill.work.lifecycle import WORKER_DIED, Claim, claim, fail, held, latest_claim, run_claimed, take_over
+from tokenmill.work.limits import WorkLimits
 from tokenmill.work.scheduling import EVALUATION, Wake, claim_next, wake_team_of
 
 

@@ -39,7 +39,8 @@ from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.version_files import TrainedFiles, train_version_files, training_texts
 from tokenmill.training.with_tokenizers import determinism
 from tokenmill.versions.registry import next_version_number
-from tokenmill.work.lifecycle import WORKER_DIED, Claim, WorkLimits, claim, fail, latest_claim, run_claimed, take_over
+from tokenmill.work.lifecycle import WORKER_DIED, Claim, claim, fail, latest_claim, run_claimed, take_over
+from tokenmill.work.limits import WorkLimits
 from tokenmill.work.progress import PeakMemory, Reporter
 from tokenmill.work.scheduling import TRAINING, Wake, claim_next, wake_team_of
 

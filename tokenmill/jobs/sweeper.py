@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
@@ -28,7 +28,8 @@ from tokenmill.jobs.pipeline import discard, job_prefix
 from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
 from tokenmill.settings import Settings
 from tokenmill.store import ObjectStore
-from tokenmill.work.lifecycle import WORKER_DIED, Work, stage_of
+from tokenmill.work.claims import CORPUS_STATISTICS
+from tokenmill.work.lifecycle import WORKER_DIED, Work, claims_of, stage_of
 from tokenmill.work.scheduling import EVALUATION, TRAINING, WorkQueue, next_of_team
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def _requeue_lost(session: Session, model: Work, cutoff: datetime, now: datetime
 def _take_over_silent(session: Session, model: Work, cutoff: datetime, now: datetime,
                       max_attempts: int) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
     """Silent running rows: (queued again, failed)."""
-    silent = session.execute(select(model.id, model.attempts).where(model.status == Status.RUNNING, model.updated_at < cutoff)
+    silent = session.execute(select(model.id, model.attempts).where(claims_of(model).silent(model, cutoff))
                              .with_for_update(skip_locked=True)).all()
     again = [row_id for row_id, attempts in silent if attempts < max_attempts]
     dead = [(row_id, attempts) for row_id, attempts in silent if attempts >= max_attempts]
@@ -85,8 +86,7 @@ def sweep(factory: sessionmaker[Session], store: ObjectStore, send: Senders, set
         dead_jobs = list(session.scalars(select(TrainingJob).where(TrainingJob.id.in_(jobs_dead))))
         dead_runs = set(session.scalars(select(EvaluationRun.team_id).where(EvaluationRun.id.in_(runs_dead))))
         corpora = list(session.scalars(select(Corpus.id).where(
-            Corpus.statistics.is_(None), Corpus.statistics_error.is_(None), Corpus.created_at < lost,
-            or_(Corpus.statistics_claimed_at.is_(None), Corpus.statistics_claimed_at < silent))))
+            Corpus.created_at < lost, CORPUS_STATISTICS.claimable(Corpus, silent))))
     for job in dead_jobs:
         discard(store, job_prefix(job))
     jobs_next = _next_of_teams(factory, TRAINING, {job.team_id for job in dead_jobs})

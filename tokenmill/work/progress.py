@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.errors import JobCancelled
 from tokenmill.models import TrainingJob
-from tokenmill.work.lifecycle import held, rss
+from tokenmill.work.heartbeat import rss
+from tokenmill.work.lifecycle import held
 
 
 class Report(Protocol):

@@ -34,11 +34,10 @@ from sqlalchemy import ColumnElement, case, func, select, true, update
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from tokenmill.db import transaction, utcnow
-from tokenmill.models import Corpus, EvaluationRun, Status, Team, TeamQuota, TrainingJob
-from tokenmill.work.lifecycle import WorkLimits, claimed_values
+from tokenmill.models import Team, TeamQuota
+from tokenmill.work.claims import CORPUS_STATISTICS, JOBS, RUNS, Claims, Rows
+from tokenmill.work.limits import WorkLimits
 
-# A queue's predicates take the table (or an alias of it) and, for "running", the silence cutoff.
-Entity = Any
 Wake = Callable[[uuid.UUID], None]  # sends a task message for a queued row
 
 
@@ -49,42 +48,34 @@ class Claimed(NamedTuple):
 
 @dataclass(frozen=True)
 class WorkQueue:
-    """How one kind of queued work reads: its rows, which wait, which run, and when a team was served."""
+    """How one kind of queued work is scheduled: its claims (claims.py), which waiting rows may
+    start now, which count against the team's running quota, and when a team was last served."""
 
-    name: str
-    model: Any
-    queued: Callable[[Entity], ColumnElement[bool]]
-    due: Callable[[Entity, datetime], ColumnElement[bool]]  # of the queued rows, those that may start now
-    running: Callable[[Entity, datetime], ColumnElement[bool]]
-    served: Callable[[Entity], Any]  # a row's latest start: a team's latest is its turn
-    attempts: Callable[[Entity], Any]
-    claim: Callable[[datetime, str | None], dict[str, Any]]  # the values a claim writes
+    claims: Claims
+    due: Callable[[Rows, datetime], ColumnElement[bool]]  # of the waiting rows, those that may start now
+    running: Callable[[Rows, datetime], ColumnElement[bool]]  # (rows, the silence cutoff)
+    served: Callable[[Rows], Any]  # a row's latest start: a team's latest is its turn
 
+    @property
+    def model(self) -> Any:
+        return self.claims.model
 
-def _status_queue(name: str, model: type[TrainingJob] | type[EvaluationRun]) -> WorkQueue:
-    return WorkQueue(name, model, queued=lambda rows: rows.status == Status.QUEUED,
-                     due=lambda rows, now: rows.retry_at.is_(None) | (rows.retry_at <= now),
-                     running=lambda rows, _: rows.status == Status.RUNNING, served=lambda rows: rows.started_at,
-                     attempts=lambda rows: rows.attempts, claim=lambda now, who: claimed_values(model, now, who))
+    def queued(self, rows: Rows) -> ColumnElement[bool]:
+        return self.claims.waiting(rows)
 
 
-def _statistics_waiting(rows: Entity) -> ColumnElement[bool]:
-    waiting: ColumnElement[bool] = rows.statistics.is_(None) & rows.statistics_error.is_(None)
-    return waiting
+def _status_queue(claims: Claims) -> WorkQueue:
+    return WorkQueue(claims, due=lambda rows, now: rows.retry_at.is_(None) | (rows.retry_at <= now),
+                     running=lambda rows, _: claims.held(rows), served=lambda rows: rows.started_at)
 
 
-TRAINING = _status_queue("training", TrainingJob)
-EVALUATION = _status_queue("evaluation", EvaluationRun)
-# A corpus's statistics wait until claimed; they run while the claim beats (a silent claim is
-# taken over by the corpus's own message, re-sent by the sweeper).
-STATISTICS = WorkQueue(
-    "statistics", Corpus,
-    queued=lambda rows: _statistics_waiting(rows) & rows.statistics_claimed_at.is_(None),
-    due=lambda rows, now: true(),
-    running=lambda rows, cutoff: _statistics_waiting(rows) & (rows.statistics_claimed_at >= cutoff),
-    served=lambda rows: rows.statistics_claimed_at, attempts=lambda rows: rows.statistics_attempts,
-    claim=lambda now, who: {"statistics_claimed_at": now, "statistics_attempts": Corpus.statistics_attempts + 1,
-                            "statistics_claimed_by": who})
+TRAINING = _status_queue(JOBS)
+EVALUATION = _status_queue(RUNS)
+# A corpus's statistics run while their claim beats (a silent claim is taken over by the corpus's
+# own message, re-sent by the sweeper).
+STATISTICS = WorkQueue(CORPUS_STATISTICS, due=lambda rows, now: true(),
+                       running=lambda rows, cutoff: CORPUS_STATISTICS.held(rows) & (rows.statistics_claimed_at >= cutoff),
+                       served=lambda rows: rows.statistics_claimed_at)
 
 
 def claim_next(factory: sessionmaker[Session], queue: WorkQueue, limits: WorkLimits, claimant: str | None = None,
@@ -145,7 +136,7 @@ def _claim_of_team(factory: sessionmaker[Session], queue: WorkQueue, team_id: uu
         session.execute(select(Team.id).where(Team.id == team_id).with_for_update(key_share=True))
         row = session.execute(
             update(table).where(table.id == oldest, queue.queued(table), running < _quota(team_id, limits.running_jobs))
-            .values(**queue.claim(now, claimant)).returning(table.id, queue.attempts(table))
+            .values(queue.claims.claimed(now, claimant)).returning(table.id, queue.claims.attempts(table))
         ).first()
     return None if row is None else Claimed(row[0], row[1])
 

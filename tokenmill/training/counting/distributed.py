@@ -27,19 +27,17 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import psutil
-from sqlalchemy import delete, exists, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 from tokenizers import Tokenizer
 
 from tokenmill.corpora.hashes import SeenDocuments
-from tokenmill.db import rowcount, transaction, utcnow
+from tokenmill.db import transaction
 from tokenmill.errors import InvalidCorpus, JobCancelled, SlowDocument
-from tokenmill.models import UNFINISHED, Corpus, CountPart, Status, TrainingJob
+from tokenmill.models import Corpus, Status, TrainingJob
 from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.store import ObjectStore
 from tokenmill.training.counting import spills
@@ -48,13 +46,23 @@ from tokenmill.training.counting.parts import Part, part_documents, plan, splitt
 from tokenmill.training.mixtures import Drawn, repeated_positions, without_positions
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.work.lifecycle import TRANSIENT, Heartbeat, WorkLimits, fail
+from tokenmill.work.claims import COUNT_PARTS
+from tokenmill.work.count_parts import (
+    Planned,
+    claim_part,
+    counted_keys,
+    finish_part,
+    forget_parts,
+    plan_parts,
+    the_part,
+)
+from tokenmill.work.heartbeat import Heartbeat
+from tokenmill.work.lifecycle import fail
+from tokenmill.work.limits import WorkLimits
 from tokenmill.work.progress import Report
 
 log = logging.getLogger(__name__)
 
-DONE = "done"
-TOUCH_SECONDS = 2.0  # a claimed part's row is touched this often while it is counted
 Dispatch = Callable[[uuid.UUID, int, str, int], None]  # (job, attempt, prefix, how many helpers)
 
 
@@ -126,7 +134,7 @@ def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
     log.info("job %s: learned from the merged counts (this process holds %d MiB)", counting.job_id,
              psutil.Process().memory_info().rss >> 20)
     with transaction(counting.factory) as session:
-        _forget(session, counting.job_id)
+        forget_parts(session, counting.job_id)
     _drop(store.delete_prefix, counts_prefix(counting.prefix))
     return result
 
@@ -180,11 +188,8 @@ def _learn(spec: TrainingSpec, counts: Counts, report: Report) -> tuple[Tokenize
 
 
 def _plan(counting: Counting, parts: list[Part]) -> None:
-    with transaction(counting.factory) as session:
-        _forget(session, counting.job_id)  # earlier attempts' parts too
-        session.add_all(CountPart(job_id=counting.job_id, attempt=counting.attempt, part=number, corpus_id=part.corpus.id,
-                                  start=part.start, end=part.end, status=Status.QUEUED.value, claims=0)
-                        for number, part in enumerate(parts))
+    plan_parts(counting.factory, counting.job_id, counting.attempt,
+               (Planned(part.corpus.id, part.start, part.end) for part in parts))
 
 
 def _count_all(spec: TrainingSpec, store: ObjectStore, counting: Counting, total: int, report: Report,
@@ -198,12 +203,9 @@ def _count_all(spec: TrainingSpec, store: ObjectStore, counting: Counting, total
     while True:
         count_claimed_parts(counting.factory, store, counting.job_id, counting.attempt, counting.prefix, counting.limits,
                             spec, counting.helpers.max_line_bytes, alive, regex_seconds)
-        with counting.factory() as session:
-            rows = session.execute(select(CountPart.status, CountPart.counts_key).where(
-                CountPart.job_id == counting.job_id, CountPart.attempt == counting.attempt).order_by(CountPart.part)).all()
-        if len(rows) != total:
+        planned, done = counted_keys(counting.factory, counting.job_id, counting.attempt)
+        if planned != total:
             raise JobCancelled(str(counting.job_id))  # another attempt planned the parts again: the job is not ours
-        done = [key for status, key in rows if status == DONE and key is not None]  # _finish sets both
         alive()
         if len(done) == total:
             return done
@@ -245,25 +247,29 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
 
     split: spills.Split | None = None  # built at the first claim: the coordinator polls here while it waits
     counted = 0
-    while (claimed := _claim(factory, job_id, attempt, limits)) is not None:
-        row, corpus = claimed
+    while (row := claim_part(factory, job_id, attempt, limits)) is not None:
+        with factory() as session:
+            corpus = session.get(Corpus, row.corpus_id)
+        if corpus is None:
+            raise InvalidCorpus("a training corpus was deleted while the job counted it")
         split = split or splitter(spec, regex_seconds)
         key = f"{counts_prefix(prefix, attempt)}{row.part}-{row.claims}"
-        touch = _Toucher(factory, row, alive)
         part = Part(corpus, row.start, row.end)
         documents = part_documents(store, part, max_line_bytes)
         if spec.deduplicate:
             repeats = np.frombuffer(store.get_bytes(repeats_key(prefix, attempt, row.part)), dtype="<i8")
             documents = without_positions(documents, repeats)
         try:
-            counts = count_pieces(touch.through(documents), split)  # compiled for a preset (training.splitting)
+            # The part's claim beats while it is counted (a silent one is claimed again elsewhere).
+            with Heartbeat.of_claim(factory, COUNT_PARTS, the_part(row), row.claims, limits, check_held=False):
+                counts = count_pieces(_reporting(documents, alive), split)  # compiled for a preset (training.splitting)
         except SlowDocument as slow:
             assert spec.pre_tokenizer_regex is not None  # only a custom regex's split is limited
             raise SlowRegex(spec.pre_tokenizer_regex, took_over(regex_seconds), where=(
                 f"document {slow.number + 1:,} counted from byte {part.start:,} of corpus {corpus.name!r}")) from None
         store.put_bytes(key, spills.spilled(counts))
         del counts
-        if _finish(factory, row, key):
+        if finish_part(factory, row, key):
             log.info("counted part %d of job %s (%d bytes)", row.part, job_id, row.end - row.start)
         else:
             _drop(store.delete, key)  # taken over meanwhile: the latest claim's counts are the ones kept
@@ -271,67 +277,13 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
     return counted
 
 
-def _claim(factory: sessionmaker[Session], job_id: uuid.UUID, attempt: int,
-           limits: WorkLimits) -> tuple[CountPart, Corpus] | None:
-    stale = utcnow() - timedelta(seconds=limits.silent_after)
-    job_running = exists().where(TrainingJob.id == job_id, TrainingJob.status == Status.RUNNING,
-                                 TrainingJob.attempts == attempt)
-    while True:
-        with transaction(factory) as session:
-            row = session.scalars(select(CountPart).where(
-                CountPart.job_id == job_id, CountPart.attempt == attempt,
-                or_(CountPart.status == Status.QUEUED.value,
-                    (CountPart.status == Status.RUNNING.value) & (CountPart.updated_at < stale)),
-                job_running).order_by(CountPart.part).limit(1)).first()
-            if row is None:
-                return None
-            taken = rowcount(session.execute(update(CountPart).where(
-                CountPart.job_id == job_id, CountPart.attempt == attempt, CountPart.part == row.part,
-                CountPart.claims == row.claims, CountPart.status != DONE,
-            ).values(status=Status.RUNNING.value, claims=CountPart.claims + 1, updated_at=utcnow())))
-            if taken != 1:
-                continue  # another worker took it first
-            session.refresh(row)
-            corpus = session.get(Corpus, row.corpus_id)
-            session.expunge_all()
-        if corpus is None:
-            raise InvalidCorpus("a training corpus was deleted while the job counted it")
-        return row, corpus
-
-
-class _Toucher:
-    """Touches a claimed part's row while it is counted (and calls `alive`, the coordinator's report)."""
-
-    def __init__(self, factory: sessionmaker[Session], row: CountPart, alive: Callable[[], None] | None) -> None:
-        self.factory, self.row, self.alive = factory, row, alive
-        self.last = time.monotonic()
-
-    def through(self, documents: Iterator[str]) -> Iterator[str]:
-        for number, document in enumerate(documents):
-            if number % 1000 == 0 and time.monotonic() - self.last >= TOUCH_SECONDS:
-                self.last = time.monotonic()
-                self._touch()
-            yield document
-
-    def _touch(self) -> None:
-        row = self.row
-        try:
-            with transaction(self.factory) as session:
-                session.execute(update(CountPart).where(
-                    CountPart.job_id == row.job_id, CountPart.attempt == row.attempt, CountPart.part == row.part,
-                    CountPart.claims == row.claims).values(updated_at=utcnow()))
-        except TRANSIENT:
-            log.warning("could not touch count part %s of job %s", row.part, row.job_id, exc_info=True)
-        if self.alive is not None:
-            self.alive()
-
-
-def _finish(factory: sessionmaker[Session], row: CountPart, key: str) -> bool:
-    with transaction(factory) as session:
-        return rowcount(session.execute(update(CountPart).where(
-            CountPart.job_id == row.job_id, CountPart.attempt == row.attempt, CountPart.part == row.part,
-            CountPart.claims == row.claims, CountPart.status == Status.RUNNING.value,
-        ).values(status=DONE, counts_key=key, updated_at=utcnow()))) == 1
+def _reporting(documents: Iterator[str], alive: Callable[[], None] | None) -> Iterator[str]:
+    """The documents, calling `alive` (the coordinator's progress report, which notices a cancel)
+    every thousand."""
+    for number, document in enumerate(documents):
+        if alive is not None and number % 1000 == 0:
+            alive()
+        yield document
 
 
 def _drop(delete_with: Callable[[str], object], key: str) -> None:
@@ -340,13 +292,3 @@ def _drop(delete_with: Callable[[str], object], key: str) -> None:
         delete_with(key)
     except Exception:
         log.warning("could not delete %s now; reconciliation will", key, exc_info=True)
-
-
-def _forget(session: Session, job_id: uuid.UUID) -> None:
-    session.execute(delete(CountPart).where(CountPart.job_id == job_id))
-
-
-def forget_finished(session: Session) -> int:
-    """Delete the parts of jobs that ended (their coordinator could not); returns how many."""
-    finished = select(TrainingJob.id).where(TrainingJob.status.not_in(UNFINISHED))
-    return rowcount(session.execute(delete(CountPart).where(CountPart.job_id.in_(finished))))

@@ -186,8 +186,8 @@ class Timeline:
 def instrument(timeline: Timeline, sampler: Sampler, store, corpus_key: str) -> dict:
     """Wrap what the pipeline calls, in this process only; returns the pass counters."""
     from tokenmill.jobs import pipeline
+    from tokenmill.queued_work import heartbeat, progress
     from tokenmill.training import export, version_files, with_rustbpe, with_tokenizers
-    from tokenmill.work import heartbeat, progress
 
     for name, label in (("claim", "claim"), ("_corpora", "corpus rows"), ("lineage", "lineage (package versions)"),
                         ("train_version_files", "train_version_files"), ("_evaluate", "evaluate (no corpora)"),
@@ -274,9 +274,9 @@ def timed_pass(texts) -> float:
 def reading_passes(library: str, corpus: Path, store, row, work: Path) -> dict[str, float]:
     """One pass over the corpus each way, alone (nothing trains meanwhile)."""
     from tokenmill.corpora.reading import corpus_documents, iter_lines
+    from tokenmill.queued_work.progress import tracked
     from tokenmill.training.text_frames import frames, write_frame
     from tokenmill.training.version_files import training_texts
-    from tokenmill.work.progress import tracked
 
     passes = {
         "file lines (as the engine alone reads them)": timed_pass(train_speed.lines(corpus)),
@@ -315,9 +315,9 @@ def job_child(work: Path, corpus: Path, library: str, vocab: int, team_id: str, 
     from tokenmill.jobs.pipeline import run_training_job
     from tokenmill.jobs.submission import submit_job
     from tokenmill.models import Corpus, Team, TokenizerVersion, TrainingJob
+    from tokenmill.queued_work.limits import WorkLimits
     from tokenmill.settings import Settings
     from tokenmill.store import open_store
-    from tokenmill.work.limits import WorkLimits
 
     imports = time.perf_counter() - imported
     baseline = status_kib()
@@ -400,9 +400,9 @@ def probe_child(work: Path, corpus: Path, corpus_id: str, probe: str) -> dict:
         else:
             from tokenmill.db import make_engine, make_sessionmaker
             from tokenmill.models import Corpus
+            from tokenmill.queued_work.progress import tracked
             from tokenmill.store import open_store
             from tokenmill.training.version_files import training_texts
-            from tokenmill.work.progress import tracked
 
             database_url, storage_url = urls(work)
             factory = make_sessionmaker(make_engine(database_url))
@@ -411,10 +411,10 @@ def probe_child(work: Path, corpus: Path, corpus_id: str, probe: str) -> dict:
                 row = session.get_one(Corpus, uuid.UUID(corpus_id))
             texts = tracked(training_texts(store, [row]), row.characters, Throttled(), "training", 0.0, 0.5)
             if threads:
+                from tokenmill.queued_work.heartbeat import Heartbeat
+                from tokenmill.queued_work.limits import WorkLimits
+                from tokenmill.queued_work.progress import PeakMemory
                 from tokenmill.settings import Settings
-                from tokenmill.work.heartbeat import Heartbeat
-                from tokenmill.work.limits import WorkLimits
-                from tokenmill.work.progress import PeakMemory
 
                 limits = WorkLimits.of(Settings(home=work, database_url=database_url, storage_url=storage_url))
                 stack.enter_context(Heartbeat(factory, lambda session: True, limits, give_up=lambda message: None))

@@ -12,8 +12,8 @@ import uuid
 from celery import Celery
 from kombu.exceptions import OperationalError
 
+from tokenmill.queued_work import task_names
 from tokenmill.settings import Settings, celery_broker
-from tokenmill.work import task_names
 
 log = logging.getLogger(__name__)
 

@@ -110,7 +110,7 @@ def settle_left_work(database_url: str) -> None:
 
     from tokenmill.db import make_engine, make_sessionmaker, transaction, utcnow
     from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
-    from tokenmill.work.lifecycle import stage_of
+    from tokenmill.queued_work.lifecycle import stage_of
 
     engine = make_engine(database_url)
     try:

@@ -16,10 +16,10 @@ from pathlib import Path
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.corpora.statistics_runs import record_statistics
 from tokenmill.db import make_engine, make_sessionmaker, migrate, transaction
+from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store, read_into
 from tokenmill.teams import create_team, team_by_name
-from tokenmill.work.limits import WorkLimits
 
 LOCAL_TEAM = "local"
 DEMO = Path(__file__).resolve().parent / "demo"

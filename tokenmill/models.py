@@ -125,7 +125,7 @@ class TrainingJob(Base):
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
     # The task (a Celery task id) whose worker holds the current claim.
     claimed_by: Mapped[str | None] = mapped_column(String(200))
-    # Queued again after a transient fault: not started before this (tokenmill.work.scheduling).
+    # Queued again after a transient fault: not started before this (tokenmill.queued_work.scheduling).
     retry_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
@@ -169,7 +169,7 @@ class EvaluationRun(Base):
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
     # The task (a Celery task id) whose worker holds the current claim.
     claimed_by: Mapped[str | None] = mapped_column(String(200))
-    # Queued again after a transient fault: not started before this (tokenmill.work.scheduling).
+    # Queued again after a transient fault: not started before this (tokenmill.queued_work.scheduling).
     retry_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 

@@ -10,7 +10,7 @@ rate per key is the token bucket of service/rate_limits.py.
     corpora              how many corpora
     queued_jobs          training jobs waiting to start (evaluation runs count apart, the same limit)
     running_jobs         training jobs started at once (evaluation runs apart): the scheduler
-                         starts no more, so the rest wait queued (tokenmill.work.scheduling)
+                         starts no more, so the rest wait queued (tokenmill.queued_work.scheduling)
     concurrent_uploads   uploads streaming at once
     requests_per_minute  expensive requests per API key (encode, BPE steps, cost report,
                          uploads, job submission)

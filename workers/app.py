@@ -32,7 +32,7 @@ def configure(sender: Celery, **_: Any) -> None:
         task_time_limit=settings.job_hard_time_limit,
         # A child that still holds this much after a task is replaced by a fresh one (the heartbeat
         # stops one that passes TOKENMILL_JOB_MAX_MEMORY_BYTES during a task): a job's peak memory
-        # is then its own, not what an earlier job left in the child (tokenmill.work.progress).
+        # is then its own, not what an earlier job left in the child (tokenmill.queued_work.progress).
         worker_max_memory_per_child=max(min(settings.worker_keep_memory_bytes,
                                             settings.job_max_memory_bytes // 2) // 1024, 1),
         # No beat schedule: the sweeper and the reconciliation run in the upkeep process

@@ -1,7 +1,7 @@
 """Thin tasks: open the process's resources and call one core function.
 
 A train, evaluate or corpus_statistics message names a queued row, and starts the fair next row
-of its kind (tokenmill/work/scheduling.py), or takes its own over if that one fell silent; the
+of its kind (tokenmill/queued_work/scheduling.py), or takes its own over if that one fell silent; the
 upkeep (sweeper, reconciliation) is not here but in its own process (workers/upkeep.py).
 """
 
@@ -20,12 +20,12 @@ from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.errors import TransientError
 from tokenmill.evaluation.pipeline import abandon_run, run_next_evaluation
 from tokenmill.jobs.pipeline import abandon_job, run_next_job
+from tokenmill.queued_work import task_names
+from tokenmill.queued_work.lifecycle import TIME_LIMIT, TRANSIENT
+from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.settings import get_settings
 from tokenmill.store import ObjectStore, open_store
 from tokenmill.training.counting.distributed import Helpers, help_counting
-from tokenmill.work import task_names
-from tokenmill.work.lifecycle import TIME_LIMIT, TRANSIENT
-from tokenmill.work.limits import WorkLimits
 from workers.app import app
 
 

@@ -16,8 +16,8 @@ from tokenmill.corpora.duplicates import hashes_key
 from tokenmill.corpora.statistics_runs import record_statistics
 from tokenmill.db import transaction
 from tokenmill.models import Corpus
+from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.store import ObjectNotFound
-from tokenmill.work.limits import WorkLimits
 
 # 10 lines, 8 distinct: "shared one" and "own a" come twice. 8 lines, 7 distinct ("own b" twice), 2 of
 # them the first corpus's ("shared one", "shared two"): 18 documents, 13 distinct texts in all, so

@@ -1,5 +1,5 @@
 """Fair scheduling on the real worker (one slot): a team's backlog delays another team's next job
-by one slot at most, instead of the whole backlog (tokenmill/work/scheduling.py)."""
+by one slot at most, instead of the whole backlog (tokenmill/queued_work/scheduling.py)."""
 
 from datetime import datetime
 

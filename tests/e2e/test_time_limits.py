@@ -18,9 +18,9 @@ from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import Corpus, TokenizerVersion, TrainingJob
+from tokenmill.queued_work.lifecycle import TIME_LIMIT
 from tokenmill.settings import Settings
 from tokenmill.teams import create_team
-from tokenmill.work.lifecycle import TIME_LIMIT
 
 REDIS_DB = REDIS_DB_BASE + 1
 

@@ -7,8 +7,8 @@ import pytest
 
 from tokenmill.db import transaction
 from tokenmill.models import Corpus, CountPart, EvaluationRun, Status, TrainingJob
+from tokenmill.queued_work.claims import CORPUS_STATISTICS, COUNT_PARTS, JOBS, RUNS, Claims, beat, claim, kept
 from tokenmill.teams import create_team
-from tokenmill.work.claims import COUNT_PARTS, CORPUS_STATISTICS, JOBS, RUNS, Claims, beat, claim, kept
 
 LIVE = 120.0  # silent_after: every claim made in a test is live
 DEAD = -60.0  # silent_after: every claim is already silent (its worker taken for dead)

@@ -17,14 +17,14 @@ from tokenmill.db import transaction
 from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import CountPart, TokenizerVersion, TrainingJob
+from tokenmill.queued_work.count_parts import claim_part
+from tokenmill.queued_work.lifecycle import WORKER_DIED, claim
+from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.teams import create_team
 from tokenmill.training.counting import parts
 from tokenmill.training.counting.distributed import Counting, Helpers, _plan, count_claimed_parts, help_counting
 from tokenmill.training.regex_limit import SlowRegex
 from tokenmill.training.spec import TrainingSpec
-from tokenmill.work.count_parts import claim_part
-from tokenmill.work.lifecycle import WORKER_DIED, claim
-from tokenmill.work.limits import WorkLimits
 
 WORDS = ["the", "there", "then", "lower", "lowest", "día", "niño", "日本語", "добрый", "1999", "2026", "3.14",
          "def", "return", "x_1", "(a+b)", "aaaa", "!!", "Tokenmill", "counts", "merges", "pieces"]
@@ -156,8 +156,8 @@ HELP_ONCE = """
 import sys, uuid
 from tokenmill.training.counting.distributed import help_counting
 from tokenmill.db import make_engine, make_sessionmaker
-from tokenmill.work.lifecycle import claim
-from tokenmill.work.limits import WorkLimits
+from tokenmill.queued_work.lifecycle import claim
+from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
 settings = get_settings()

@@ -15,10 +15,10 @@ from tests import services
 from tests.stack import settle_left_work
 from tokenmill.db import make_engine, make_sessionmaker, transaction, utcnow
 from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
+from tokenmill.queued_work.limits import WorkLimits
+from tokenmill.queued_work.scheduling import EVALUATION, STATISTICS, TRAINING, claim_next
 from tokenmill.quotas import set_quotas
 from tokenmill.teams import create_team
-from tokenmill.work.limits import WorkLimits
-from tokenmill.work.scheduling import EVALUATION, STATISTICS, TRAINING, claim_next
 
 ROOMY = WorkLimits(running_jobs=100)
 

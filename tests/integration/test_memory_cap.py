@@ -18,7 +18,7 @@ CAP = 300 * 2**20
 RUN_ONE_JOB = """
 import sys, uuid
 from tokenmill.db import make_engine, make_sessionmaker
-from tokenmill.work.limits import WorkLimits
+from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.jobs.pipeline import run_training_job
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store

@@ -13,11 +13,11 @@ from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.jobs.submission import cancel_job, submit_job
 from tokenmill.jobs.sweeper import Senders, sweep
 from tokenmill.models import TokenizerVersion, TrainingJob
+from tokenmill.queued_work.lifecycle import WORKER_DIED, Claim, claim
+from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.settings import Settings
 from tokenmill.store import ObjectNotFound
 from tokenmill.teams import create_team
-from tokenmill.work.lifecycle import WORKER_DIED, Claim, claim
-from tokenmill.work.limits import WorkLimits
 
 
 @pytest.fixture
@@ -110,7 +110,7 @@ def test_sweeper_resends_lost_jobs_retries_silent_ones_and_fails_the_exhausted(s
 def test_a_silent_job_is_taken_over_by_its_redelivery_and_the_old_attempt_can_no_longer_write(
         sessionmaker, store, team_and_corpus):
     
-    from tokenmill.work.progress import Reporter
+    from tokenmill.queued_work.progress import Reporter
 
     team, corpus = team_and_corpus
     job_id = new_job(sessionmaker, team, corpus)
@@ -127,7 +127,7 @@ def test_a_silent_job_is_taken_over_by_its_redelivery_and_the_old_attempt_can_no
 
 
 def test_progress_never_goes_back_within_an_attempt(sessionmaker, team_and_corpus):
-    from tokenmill.work.progress import Reporter
+    from tokenmill.queued_work.progress import Reporter
 
     team, corpus = team_and_corpus
     job_id = new_job(sessionmaker, team, corpus)

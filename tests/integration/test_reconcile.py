@@ -11,9 +11,9 @@ from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.jobs.reconcile import reconcile
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import Corpus, TrainingJob
+from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.store import ObjectNotFound, open_store
 from tokenmill.teams import create_team
-from tokenmill.work.limits import WorkLimits
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from tokenmill.corpora.statistics_runs import record_statistics
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.settings import get_settings
 from tokenmill.store import open_store
-from tokenmill.work.limits import WorkLimits
+from tokenmill.queued_work.limits import WorkLimits
 settings = get_settings()
 factory = make_sessionmaker(make_engine(settings.database_url))
 store = open_store(settings.storage_url, settings.s3_endpoint_url)

@@ -6,8 +6,8 @@ import time
 
 import psutil
 
-from tokenmill.work import heartbeat
-from tokenmill.work.progress import PeakMemory
+from tokenmill.queued_work import heartbeat
+from tokenmill.queued_work.progress import PeakMemory
 
 HOLD = 200 * 2**20
 # A child that holds HOLD bytes (touched, so resident) until its stdin closes.

@@ -6,11 +6,11 @@ corpus row shows `statistics: null` until it is done. The same pass counts the e
 documents and stores the hashes of the distinct ones beside the corpus (tokenmill.corpora.duplicates),
 before the statistics are recorded; an attempt whose corpus was deleted meanwhile removes them.
 
-They end as a job does: a claim counted by attempt (tokenmill/work/claims.py: the corpus's
+They end as a job does: a claim counted by attempt (tokenmill/queued_work/claims.py: the corpus's
 `statistics_claimed_at`, touched by the heartbeat), the job's memory guard and time limits, and
 `statistics_error` with a reason a person can act on when they cannot be computed. A transient
 fault gives the claim back for the sweeper to send the task again. A task message computes the
-fair next corpus of any team (tokenmill/work/scheduling.py), or takes over its own corpus if
+fair next corpus of any team (tokenmill/queued_work/scheduling.py), or takes over its own corpus if
 that one's claim fell silent.
 """
 
@@ -26,12 +26,12 @@ from tokenmill.corpora.reading import corpus_documents
 from tokenmill.corpora.statistics import CorpusStatistics
 from tokenmill.db import rowcount, transaction
 from tokenmill.models import Corpus
+from tokenmill.queued_work.claims import CORPUS_STATISTICS, claim, in_attempt
+from tokenmill.queued_work.heartbeat import Heartbeat
+from tokenmill.queued_work.lifecycle import TRANSIENT, WORKER_DIED, unavailable
+from tokenmill.queued_work.limits import WorkLimits
+from tokenmill.queued_work.scheduling import STATISTICS, Claimed, Wake, claim_next, wake_team_of
 from tokenmill.store import ObjectStore
-from tokenmill.work.claims import CORPUS_STATISTICS, claim, in_attempt
-from tokenmill.work.heartbeat import Heartbeat
-from tokenmill.work.lifecycle import TRANSIENT, WORKER_DIED, unavailable
-from tokenmill.work.limits import WorkLimits
-from tokenmill.work.scheduling import STATISTICS, Claimed, Wake, claim_next, wake_team_of
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """An evaluation run, worker side: claim, measure a version or a reference, store the results.
 
 The results and the run's success are written in one transaction, fenced by the attempt
-(tokenmill/work/lifecycle.py), so a run taken over by the sweeper never gets two sets of results.
-A task message starts the fair next run of any team (tokenmill/work/scheduling.py), or takes
+(tokenmill/queued_work/lifecycle.py), so a run taken over by the sweeper never gets two sets of results.
+A task message starts the fair next run of any team (tokenmill/queued_work/scheduling.py), or takes
 over its own run if that one has fallen silent.
 """
 
@@ -18,11 +18,11 @@ from tokenmill.evaluation.encoders import encoding_threads, reference_encoder
 from tokenmill.evaluation.measuring import evaluate_version, evaluation_row, measure_corpus
 from tokenmill.evaluation.reports import has_version_curve
 from tokenmill.models import Corpus, EvaluationRun, Status, TokenizerVersion
+from tokenmill.queued_work.lifecycle import WORKER_DIED, Claim, claim, fail, held, latest_claim, run_claimed, take_over
+from tokenmill.queued_work.limits import WorkLimits
+from tokenmill.queued_work.scheduling import EVALUATION, Wake, claim_next, wake_team_of
 from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import version_files
-from tokenmill.work.lifecycle import WORKER_DIED, Claim, claim, fail, held, latest_claim, run_claimed, take_over
-from tokenmill.work.limits import WorkLimits
-from tokenmill.work.scheduling import EVALUATION, Wake, claim_next, wake_team_of
 
 
 def run_next_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, limits: WorkLimits,

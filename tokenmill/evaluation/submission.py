@@ -1,7 +1,7 @@
 """Evaluations on request (POST /v1/evaluations): a version or a reference, on chosen corpora.
 
 The API side: submit, read. Queued like training, and ending the same ways
-(tokenmill/work/lifecycle.py): the API commits a run, a worker claims it (pipeline.py) and
+(tokenmill/queued_work/lifecycle.py): the API commits a run, a worker claims it (pipeline.py) and
 writes one `Evaluation` row per corpus, tagged with the run, in one transaction with its
 success. Nothing here imports the evaluation kernels.
 """

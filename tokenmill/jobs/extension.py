@@ -32,6 +32,7 @@ from tokenmill.evaluation.references import PRESET_REFERENCES, load_reference
 from tokenmill.formats.tiktoken_format import parse_rank_file, rank_file
 from tokenmill.jobs.sentencepiece_extension import MODEL_FILE, sentencepiece_spec
 from tokenmill.models import Corpus, Team, TokenizerVersion
+from tokenmill.queued_work.progress import Report
 from tokenmill.store import ObjectStore
 from tokenmill.training.counting.merge import Counts, Pruned, fitted
 from tokenmill.training.export import TIKTOKEN_FILE, manifest_of, sha256
@@ -40,7 +41,6 @@ from tokenmill.training.spec import BaseSpec, TrainingSpec
 from tokenmill.training.version_files import TrainedFiles
 from tokenmill.versions.import_formats import imported_files
 from tokenmill.versions.registry import get_version, version_file
-from tokenmill.work.progress import Report
 
 
 @dataclass(frozen=True)

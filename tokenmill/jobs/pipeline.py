@@ -1,6 +1,6 @@
 """The training job, worker side: claim, stream, train, export, evaluate, register.
 
-A task message starts the fair next job (tokenmill.work.scheduling), or takes over its own job
+A task message starts the fair next job (tokenmill.queued_work.scheduling), or takes over its own job
 if that one has fallen silent; `run_training_job` runs one given job.
 
 Failure modes and what they leave (lifecycle.py has the claim, the heartbeat and the states):
@@ -32,6 +32,10 @@ from tokenmill.corpora.rows import existing_corpora
 from tokenmill.db import transaction, utcnow
 from tokenmill.errors import JobCancelled, TokenmillError
 from tokenmill.models import Corpus, Status, TokenizerVersion, TrainingJob
+from tokenmill.queued_work.lifecycle import WORKER_DIED, Claim, claim, fail, latest_claim, run_claimed, take_over
+from tokenmill.queued_work.limits import WorkLimits
+from tokenmill.queued_work.progress import PeakMemory, Reporter
+from tokenmill.queued_work.scheduling import TRAINING, Wake, claim_next, wake_team_of
 from tokenmill.store import ObjectStore
 from tokenmill.training.counting.distributed import Counting, Helpers
 from tokenmill.training.mixtures import Drawn
@@ -39,10 +43,6 @@ from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.version_files import TrainedFiles, train_version_files, training_texts
 from tokenmill.training.with_tokenizers import determinism
 from tokenmill.versions.registry import next_version_number
-from tokenmill.work.lifecycle import WORKER_DIED, Claim, claim, fail, latest_claim, run_claimed, take_over
-from tokenmill.work.limits import WorkLimits
-from tokenmill.work.progress import PeakMemory, Reporter
-from tokenmill.work.scheduling import TRAINING, Wake, claim_next, wake_team_of
 
 log = logging.getLogger(__name__)
 

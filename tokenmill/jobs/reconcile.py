@@ -33,8 +33,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
 from tokenmill.models import UNFINISHED, Corpus, TokenizerVersion, TrainingJob
+from tokenmill.queued_work.count_parts import forget_finished
 from tokenmill.store import ObjectStore, StoredObject
-from tokenmill.work.count_parts import forget_finished
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +76,8 @@ def _jobs_keeping_files(session: Session, ids: set[uuid.UUID]
     # (jobs still queued or running, jobs that made a version or imported versions, ids of known rows)
     if not ids:
         return set(), set(), set()
-    jobs: dict[uuid.UUID, str] = {job: status for job, status in session.execute(
-        select(TrainingJob.id, TrainingJob.status).where(TrainingJob.id.in_(ids)))}
+    jobs: dict[uuid.UUID, str] = dict(session.execute(
+        select(TrainingJob.id, TrainingJob.status).where(TrainingJob.id.in_(ids))).all())
     working = {job for job, status in jobs.items() if status in UNFINISHED}
     made = set(session.scalars(select(TokenizerVersion.job_id).where(TokenizerVersion.job_id.in_(ids))))
     imported = set(session.scalars(select(TokenizerVersion.id).where(TokenizerVersion.id.in_(ids))))

@@ -24,13 +24,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.errors import InvalidInput
 from tokenmill.formats.sentencepiece_model import BPE, NORMAL, parse
 from tokenmill.models import Team, TokenizerVersion
+from tokenmill.queued_work.progress import Report
 from tokenmill.store import ObjectStore
 from tokenmill.training.export import manifest_of, sha256
 from tokenmill.training.spec import BaseSpec, TrainingSpec
 from tokenmill.training.version_files import TrainedFiles
 from tokenmill.versions.import_formats import imported_files
 from tokenmill.versions.registry import get_version, version_file
-from tokenmill.work.progress import Report
 
 MODEL_FILE = "tokenizer.model"
 OVERLAP = 2  # the new model is trained this many times larger than what is added: many of its pieces are the base's

@@ -26,11 +26,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.db import transaction, utcnow
 from tokenmill.jobs.pipeline import discard, job_prefix
 from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
+from tokenmill.queued_work.claims import CORPUS_STATISTICS
+from tokenmill.queued_work.lifecycle import WORKER_DIED, Work, claims_of, stage_of
+from tokenmill.queued_work.scheduling import EVALUATION, TRAINING, WorkQueue, next_of_team
 from tokenmill.settings import Settings
 from tokenmill.store import ObjectStore
-from tokenmill.work.claims import CORPUS_STATISTICS
-from tokenmill.work.lifecycle import WORKER_DIED, Work, claims_of, stage_of
-from tokenmill.work.scheduling import EVALUATION, TRAINING, WorkQueue, next_of_team
 
 log = logging.getLogger(__name__)
 

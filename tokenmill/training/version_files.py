@@ -14,6 +14,7 @@ from tokenizers import Tokenizer
 
 from tokenmill.corpora.reading import corpus_documents
 from tokenmill.models import Corpus
+from tokenmill.queued_work.progress import Report, tracked
 from tokenmill.store import ObjectStore
 from tokenmill.training import with_tokenizers
 from tokenmill.training.counting.distributed import Counting, train_counted
@@ -25,7 +26,6 @@ from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.with_rustbpe import train_rustbpe
 from tokenmill.training.with_sentencepiece import train_sentencepiece
 from tokenmill.training.with_tokenmill import train_tokenmill
-from tokenmill.work.progress import Report, tracked
 
 
 @dataclass

@@ -38,16 +38,8 @@ from tokenmill.corpora.hashes import SeenDocuments
 from tokenmill.db import transaction
 from tokenmill.errors import InvalidCorpus, JobCancelled, SlowDocument
 from tokenmill.models import Corpus, Status, TrainingJob
-from tokenmill.settings import COUNT_PART_BYTES
-from tokenmill.store import ObjectStore
-from tokenmill.training.counting import spills
-from tokenmill.training.counting.merge import Counts, gathered, learner_budget
-from tokenmill.training.counting.parts import Part, part_documents, plan, splitter
-from tokenmill.training.mixtures import Drawn, repeated_positions, without_positions
-from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
-from tokenmill.training.spec import TrainingSpec
-from tokenmill.work.claims import COUNT_PARTS
-from tokenmill.work.count_parts import (
+from tokenmill.queued_work.claims import COUNT_PARTS
+from tokenmill.queued_work.count_parts import (
     Planned,
     claim_part,
     counted_keys,
@@ -56,10 +48,18 @@ from tokenmill.work.count_parts import (
     plan_parts,
     the_part,
 )
-from tokenmill.work.heartbeat import Heartbeat
-from tokenmill.work.lifecycle import fail
-from tokenmill.work.limits import WorkLimits
-from tokenmill.work.progress import Report
+from tokenmill.queued_work.heartbeat import Heartbeat
+from tokenmill.queued_work.lifecycle import fail
+from tokenmill.queued_work.limits import WorkLimits
+from tokenmill.queued_work.progress import Report
+from tokenmill.settings import COUNT_PART_BYTES
+from tokenmill.store import ObjectStore
+from tokenmill.training.counting import spills
+from tokenmill.training.counting.merge import Counts, gathered, learner_budget
+from tokenmill.training.counting.parts import Part, part_documents, plan, splitter
+from tokenmill.training.mixtures import Drawn, repeated_positions, without_positions
+from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
+from tokenmill.training.spec import TrainingSpec
 
 log = logging.getLogger(__name__)
 

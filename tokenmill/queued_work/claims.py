@@ -8,7 +8,7 @@ job's corpora to count) keeps its claim in its own row, and one mechanism reads 
   taken for dead), counting the attempt. The attempt number fences what the claimant writes
   later: a worker taken for dead that wakes up again must not write over the attempt that
   replaced it.
-- While the worker works, its heartbeat (tokenmill.work.heartbeat) *beats*: it touches the row's
+- While the worker works, its heartbeat (tokenmill.queued_work.heartbeat) *beats*: it touches the row's
   beat column in its attempt, and learns when the claim is gone.
 - A claim past the attempts allowed is *exhausted*: the caller fails the work instead of running
   it again.

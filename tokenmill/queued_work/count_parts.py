@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.models import UNFINISHED, CountPart, Status, TrainingJob
-from tokenmill.work.claims import COUNT_PARTS, COUNTED, claim, in_attempt, silence_cutoff
-from tokenmill.work.lifecycle import WORKER_DIED, fail
-from tokenmill.work.limits import WorkLimits
+from tokenmill.queued_work.claims import COUNT_PARTS, COUNTED, claim, in_attempt, silence_cutoff
+from tokenmill.queued_work.lifecycle import WORKER_DIED, fail
+from tokenmill.queued_work.limits import WorkLimits
 
 
 class Planned(NamedTuple):

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.errors import JobCancelled
 from tokenmill.models import TrainingJob
-from tokenmill.work.heartbeat import rss
-from tokenmill.work.lifecycle import held
+from tokenmill.queued_work.heartbeat import rss
+from tokenmill.queued_work.lifecycle import held
 
 
 class Report(Protocol):

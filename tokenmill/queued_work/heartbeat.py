@@ -1,6 +1,6 @@
 """The heartbeat of claimed work: it keeps the claim alive, guards memory, and ends work whose claim is gone.
 
-A thread beside the work (tokenmill.work.claims says what a claim is). It also ends the worker
+A thread beside the work (tokenmill.queued_work.claims says what a claim is). It also ends the worker
 process when the work goes on after its claim was lost, or when the process holds more memory
 than the job may: Celery then replaces the process and redelivers its task.
 """
@@ -17,8 +17,8 @@ from sqlalchemy import ColumnElement
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction
-from tokenmill.work.claims import Claims, beat, kept
-from tokenmill.work.limits import WorkLimits
+from tokenmill.queued_work.claims import Claims, beat, kept
+from tokenmill.queued_work.limits import WorkLimits
 
 log = logging.getLogger(__name__)
 

@@ -35,8 +35,8 @@ from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from tokenmill.db import transaction, utcnow
 from tokenmill.models import Team, TeamQuota
-from tokenmill.work.claims import CORPUS_STATISTICS, JOBS, RUNS, Claims, Rows
-from tokenmill.work.limits import WorkLimits
+from tokenmill.queued_work.claims import CORPUS_STATISTICS, JOBS, RUNS, Claims, Rows
+from tokenmill.queued_work.limits import WorkLimits
 
 Wake = Callable[[uuid.UUID], None]  # sends a task message for a queued row
 

@@ -24,11 +24,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.db import DATABASE_AWAY, POOL_BUSY, rowcount, transaction, utcnow
 from tokenmill.errors import JobCancelled, TokenmillError, TransientError
 from tokenmill.models import EvaluationRun, Status, TrainingJob
+from tokenmill.queued_work import claims
+from tokenmill.queued_work.claims import JOBS, RUNS, Claims, in_attempt
+from tokenmill.queued_work.heartbeat import Heartbeat
+from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.store import TRANSIENT_ERRORS
-from tokenmill.work import claims
-from tokenmill.work.claims import JOBS, RUNS, Claims, in_attempt
-from tokenmill.work.heartbeat import Heartbeat
-from tokenmill.work.limits import WorkLimits
 
 log = logging.getLogger(__name__)
 

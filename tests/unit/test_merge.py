@@ -50,3 +50,17 @@ def test_a_budget_keeps_exactly_the_pieces_at_the_threshold_it_reached(share):
 def test_a_budget_no_piece_fits_fails_naming_the_threshold():
     with pytest.raises(TokenmillError, match="do not fit the job's memory"):
         gathered(iter([(b"a" * 100, 5), (b"b" * 100, 5)]), 1, 10)
+
+
+@pytest.mark.parametrize("share", [None, 0.2, 0.02])
+def test_counts_held_as_arrays_are_fitted_by_the_same_rule(share):
+    from tokenmill.training.counting.merge import fitted
+
+    given = pieces(3000, seed=7)
+    budget = None if share is None else int(share * cost(len(given), sum(len(p) for p, _ in given)))
+    streamed, by_stream = gathered(iter(given), 4, budget)
+    arrays = (np.array([len(p) for p, _ in given], dtype=np.int64), np.array([c for _, c in given], dtype=np.int64),
+              np.frombuffer(b"".join(p for p, _ in given), dtype=np.uint8))
+    held, by_arrays = fitted(arrays, 4, budget)
+    assert as_list(held) == as_list(streamed) and by_arrays == by_stream
+    assert by_arrays.raised == (share is not None)

@@ -10,7 +10,7 @@ threshold reached. Since the threshold only rises, what is left is exactly the p
 least the final threshold times: the pruning a run with that `min_frequency` would make,
 whatever the order of the pieces. `Pruned` says what it cost: the threshold, the pieces dropped
 and their share of all occurrences. Only when a single piece's worth cannot fit does it fail.
-`fitted` applies the same rule to counts already held as arrays (SuperBPE's spans).
+`fitted` applies the same rule (`_fit`) to counts already held as arrays (SuperBPE's spans).
 """
 
 from array import array
@@ -72,6 +72,15 @@ class _Kept:
     def __init__(self) -> None:
         self.lengths, self.counts, self.data = array("q"), array("q"), bytearray()
 
+    @classmethod
+    def of(cls, counts: Counts) -> "_Kept":
+        kept = cls()
+        lengths, seen, data = counts
+        kept.lengths.frombytes(lengths.astype(np.int64).tobytes())
+        kept.counts.frombytes(seen.astype(np.int64).tobytes())
+        kept.data = bytearray(data.tobytes())
+        return kept
+
     def add(self, piece: bytes, count: int) -> None:
         self.lengths.append(len(piece))
         self.counts.append(count)
@@ -100,19 +109,28 @@ class _Kept:
 
 
 def fitted(counts: Counts, min_count: int, budget: int | None) -> tuple[Counts, Pruned]:
-    """`gathered` of counts already held as arrays (each distinct piece once): the pieces seen at
-    least `min_count` times, the threshold doubled until they fit `budget` (None: no budget)."""
-    lengths, seen, data = counts
-    pruned = Pruned(threshold=max(min_count, 1), min_count=max(min_count, 1), occurrences=int(seen.sum()))
-    keep = seen >= pruned.threshold
-    while budget is not None and cost(int(keep.sum()), int(lengths[keep].sum())) > budget:
-        if keep.sum() <= 1:
+    """`gathered` of counts already held as arrays (each distinct piece once), by the same rule."""
+    pruned = Pruned(threshold=max(min_count, 1), min_count=max(min_count, 1), occurrences=int(counts[1].sum()))
+    kept = _Kept.of(counts)
+    _drop_under(kept, pruned)
+    _fit(kept, pruned, budget)
+    pruned.kept = len(kept.lengths)
+    return kept.views(), pruned
+
+
+def _fit(kept: _Kept, pruned: Pruned, budget: int | None) -> None:
+    """Double the threshold, dropping the pieces under it, until the kept ones fit `budget`."""
+    while budget is not None and kept.cost() > budget:
+        if len(kept.lengths) <= 1:
             raise _over_budget(budget, pruned.threshold)
         pruned.threshold *= 2
-        keep = seen >= pruned.threshold
-    pruned.kept, pruned.dropped = int(keep.sum()), int((~keep).sum())
-    pruned.dropped_occurrences = int(seen[~keep].sum())
-    return (lengths[keep], seen[keep], data[np.repeat(keep, lengths)]), pruned
+        _drop_under(kept, pruned)
+
+
+def _drop_under(kept: _Kept, pruned: Pruned) -> None:
+    dropped, occurrences = kept.keep_at_least(pruned.threshold)
+    pruned.dropped += dropped
+    pruned.dropped_occurrences += occurrences
 
 
 def _over_budget(budget: int, threshold: int) -> TokenmillError:
@@ -132,12 +150,6 @@ def gathered(counted: Iterable[tuple[bytes, int]], min_count: int, budget: int |
             pruned.dropped_occurrences += count
             continue
         kept.add(piece, count)
-        while budget is not None and kept.cost() > budget:
-            if len(kept.lengths) <= 1:
-                raise _over_budget(budget, pruned.threshold)
-            pruned.threshold *= 2
-            dropped, occurrences = kept.keep_at_least(pruned.threshold)
-            pruned.dropped += dropped
-            pruned.dropped_occurrences += occurrences
+        _fit(kept, pruned, budget)
     pruned.kept = len(kept.lengths)
     return kept.views(), pruned

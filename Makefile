@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock requirements-refs.txt | sha256sum | cut -c1-12)
 
-.PHONY: install up test test-fast test-unit lint lock bench docs clean
+.PHONY: install up test test-fast test-unit test-kernels-nojit lint lock bench docs clean
 
 install: $(STAMP)
 
@@ -23,6 +23,7 @@ up: install
 
 test: install lint
 	$(BIN)/python -m pytest
+	$(MAKE) test-kernels-nojit
 
 lint: install
 	$(BIN)/ruff check tokenmill service workers tests benchmarks migrations
@@ -40,6 +41,11 @@ test-fast: install
 
 test-unit: install
 	$(BIN)/python -m pytest tests/unit
+
+# The compiled kernels' tests once more as plain Python (numba's JIT off), but for the slow and large
+# ones: what a kernel does, not what numba made of it (tests/unit/conftest.py). About 2 minutes on 2 cores.
+test-kernels-nojit: install
+	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest tests/unit -m "kernels and not slow and not large" -n 2 -p no:cacheprovider
 
 # Every figure of BENCHMARKS.md, one command each, in order (benchmarks/run.py lists them; its
 # --quick runs them all small, --only NAME some). About an hour on 2 cores, more when shared.

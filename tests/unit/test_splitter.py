@@ -119,6 +119,7 @@ def every_code_point() -> list[str]:
     return texts
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("case", CASES)
 def test_every_code_point_splits_as_regex(every_code_point, case):
     preset, pattern = CASES[case]
@@ -127,6 +128,7 @@ def test_every_code_point_splits_as_regex(every_code_point, case):
     assert compared.characters > 1_100_000
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("case", CASES)
 def test_corpus_excerpts_split_as_regex(case):
     # tests/corpora: 21 FLORES languages, code, man pages, TeX, fortunes, Quijote, Japanese;
@@ -149,6 +151,7 @@ def test_lone_surrogates_split_as_regex():
         assert [split(text, preset) for text in texts] == [regex.findall(pattern, text) for text in texts]
 
 
+@pytest.mark.large
 def test_a_mistake_in_a_scanner_is_caught(monkeypatch, generated):
     # The comparison is not vacuous: the splitter with its class table off by one bit fails it.
     from tokenmill.training.splitting import counting
@@ -190,6 +193,7 @@ def documents() -> list[str]:
     return text.split("\n")[::3] + words
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("preset", ["gpt2", "cl100k", "o200k"])
 def test_counts_are_spills_count(documents, preset):
     expected = spills.count(documents, spills.split_by(PATTERNS[preset], None))
@@ -199,6 +203,7 @@ def test_counts_are_spills_count(documents, preset):
     assert pieces_of(counter.arrays()) == {piece.encode(): seen for piece, seen in expected.items()}
 
 
+@pytest.mark.large
 def test_counting_in_batches_frames_and_threads_gives_the_same(documents):
     expected = pieces_of(counted(documents, "o200k").arrays())
     one_by_one = PieceCounter("o200k")
@@ -235,6 +240,7 @@ def test_equal_codes_of_different_pieces_are_kept_apart():
     assert sizes[0] == 4 and sorted(rows[rows[:, 0] != 0, 1].tolist()) == [1, 1, 1, 2]
 
 
+@pytest.mark.large
 def test_count_is_spills_count_compiled_for_the_presets(documents):
     for pattern in PATTERNS.values():
         split_by = spills.split_by(pattern, None)
@@ -264,7 +270,6 @@ def test_another_regex_version_refuses_the_classes(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_the_shared_corpora_split_as_regex():
     # Every file of ../shared/corpora (758, 125 million characters), read whole, its lines as
     # documents, the three presets. `python -m tests.regex_equality` adds the files' 64 KB
@@ -281,6 +286,7 @@ def test_the_shared_corpora_split_as_regex():
     assert " 0 differ" in done.stdout
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("preset", ["gpt2", "cl100k", "o200k"])
 def test_the_splitters_counts_learn_library_tokenmills_tokenizer(documents, preset):
     # What the integration promises: the same merges, so byte-identical files.

@@ -8,8 +8,8 @@ first failing input (greedily: fewer pieces, texts or merges, shorter ones, whil
 and shows the smallest it found with both results.
 
 Change a kernel, then run this file: with the JIT (seconds), or as plain Python to step through a
-kernel in a debugger (NUMBA_DISABLE_JIT=1, a minute or two; the intrinsics the kernels call, an
-8-byte load and a prefetch, which numba does not run as Python, are replaced by Python stand-ins).
+kernel in a debugger (NUMBA_DISABLE_JIT=1, a minute or two; tests/unit/conftest.py replaces the
+intrinsics the kernels call, an 8-byte load and a prefetch, which numba does not run as Python).
 """
 
 import random
@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numba
 import numpy as np
 import pytest
 
@@ -26,27 +25,10 @@ from tests.regex_equality import CASES
 from tests.unit import kernel_references
 from tokenmill.training import merge_learner
 from tokenmill.training.patterns import PATTERNS
-from tokenmill.training.splitting import piece_table
 from tokenmill.training.splitting.counting import PieceCounter, split_all
 
 SEEDS = range(200)
 PRESETS = ("gpt2", "cl100k", "o200k")
-
-# Without the JIT the hashes overflow numpy scalars, which warns (and wraps, as compiled code does).
-pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
-
-
-@pytest.fixture(autouse=True)
-def intrinsics_as_python(monkeypatch):
-    if not numba.config.DISABLE_JIT:
-        return
-
-    def word(values: np.ndarray, index: int) -> np.uint64:
-        return np.uint64(int.from_bytes(values[index:index + 8].tobytes(), "little"))
-
-    monkeypatch.setattr(piece_table, "_word", word)
-    monkeypatch.setattr(piece_table, "_prefetch", lambda values, index: None)
-    monkeypatch.setattr(merge_learner, "_prefetch", lambda values, index: None)
 
 
 # --- the property check --------------------------------------------------------------------------------------------

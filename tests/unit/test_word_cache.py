@@ -39,6 +39,7 @@ def encoders(model_bytes: bytes) -> tuple[SentencePieceEncoder, SentencePieceEnc
             SentencePieceEncoder("words", model_bytes, threads=1, cache_words=True))
 
 
+@pytest.mark.large
 def test_a_word_at_a_time_gives_sentencepiece_ids(either):
     direct, cached = encoders(either)
     assert word_cache.applies(model_pb2.ModelProto.FromString(either)) and cached.encoded_by == "sentencepiece+word cache"
@@ -76,6 +77,7 @@ def test_unigram_lines_that_rounding_could_change_go_to_sentencepiece():
     assert cached.encode(long_lines) == direct.encode(long_lines)
 
 
+@pytest.mark.large
 def test_the_cache_grows_and_starts_over_when_full(either, monkeypatch):
     direct, cached = encoders(either)
     rng = random.Random(3)

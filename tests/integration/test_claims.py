@@ -7,7 +7,7 @@ import pytest
 
 from tokenmill.db import transaction
 from tokenmill.models import Corpus, CountPart, EvaluationRun, Status, TrainingJob
-from tokenmill.queued_work.claims import CORPUS_STATISTICS, COUNT_PARTS, JOBS, RUNS, Claims, beat, claim, kept
+from tokenmill.queued_work.claims import CORPUS_STATISTICS, COUNT_PARTS, JOBS, RUNS, Claims, beat, claim_row, kept
 from tokenmill.teams import create_team
 
 LIVE = 120.0  # silent_after: every claim made in a test is live
@@ -49,20 +49,20 @@ def kind(request, sessionmaker):
 
 def test_a_waiting_row_is_claimed_once_while_its_claim_is_live(sessionmaker, kind):
     claims, row = kind
-    assert claim(sessionmaker, claims, row, LIVE, silent_only=True) is None  # nothing to take over yet
-    assert claim(sessionmaker, claims, row, LIVE, "task-1") == 1
-    assert claim(sessionmaker, claims, row, LIVE, "task-2") is None
-    assert claim(sessionmaker, claims, row, LIVE, "task-2", silent_only=True) is None
+    assert claim_row(sessionmaker, claims, row, LIVE, silent_only=True) is None  # nothing to take over yet
+    assert claim_row(sessionmaker, claims, row, LIVE, "task-1") == 1
+    assert claim_row(sessionmaker, claims, row, LIVE, "task-2") is None
+    assert claim_row(sessionmaker, claims, row, LIVE, "task-2", silent_only=True) is None
 
 
 def test_a_silent_claim_is_taken_over_and_the_old_attempt_is_fenced_out(sessionmaker, kind):
     claims, row = kind
-    assert claim(sessionmaker, claims, row, LIVE) == 1
+    assert claim_row(sessionmaker, claims, row, LIVE) == 1
     with transaction(sessionmaker) as session:
         assert beat(session, claims, row, 1) and kept(session, claims, row, 1)
         assert not beat(session, claims, row, 2)  # no such attempt
-    assert claim(sessionmaker, claims, row, DEAD, silent_only=True) == 2
+    assert claim_row(sessionmaker, claims, row, DEAD, silent_only=True) == 2
     with transaction(sessionmaker) as session:
         assert not beat(session, claims, row, 1) and not kept(session, claims, row, 1)  # the old worker has lost it
         assert beat(session, claims, row, 2) and kept(session, claims, row, 2)
-    assert claim(sessionmaker, claims, row, DEAD) == 3  # every claim counts, for the attempts allowed
+    assert claim_row(sessionmaker, claims, row, DEAD) == 3  # every claim counts, for the attempts allowed

@@ -7,18 +7,20 @@ import sys
 import threading
 import time
 import uuid
+from datetime import datetime
 
 import pytest
 from sqlalchemy import func, select
 
 from tests.stack import process_env
+from tests.waiting import until
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction
 from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import CountPart, TokenizerVersion, TrainingJob
-from tokenmill.queued_work.count_parts import claim_part
-from tokenmill.queued_work.lifecycle import WORKER_DIED, claim
+from tokenmill.queued_work.count_parts import claim_part, part_heartbeat
+from tokenmill.queued_work.lifecycle import claim
 from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.teams import create_team
 from tokenmill.training.counting import parts
@@ -134,7 +136,8 @@ def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team
     assert _files(sessionmaker, store, job_id) == expected
 
 
-def test_a_part_that_ends_its_worker_every_time_fails_the_job(sessionmaker, store, team_and_corpora):
+def test_a_claimed_part_beats_while_its_counting_moves_and_falls_silent_when_it_stalls(sessionmaker, store,
+                                                                                     team_and_corpora):
     team, corpora = team_and_corpora
     job_id = _job(sessionmaker, team, corpora, {**RUSTBPE, "counting": "distributed"})
     claim(sessionmaker, TrainingJob, job_id, WorkLimits())  # the coordinator has the job (attempt 1)
@@ -142,14 +145,25 @@ def test_a_part_that_ends_its_worker_every_time_fails_the_job(sessionmaker, stor
         job = session.get_one(TrainingJob, job_id)
     counting = Counting(sessionmaker, job_id, job.attempts, job_prefix(job), WorkLimits(), Helpers(part_bytes=10**9))
     _plan(counting, parts.plan(corpora, 10**9))
-    # Every claim is silent at once (its worker taken for dead): part 0 is claimed again and again.
-    dying = WorkLimits(silent_after=-60, max_attempts=2)
-    claimed = [claim_part(sessionmaker, job_id, job.attempts, dying) for _ in range(3)]
-    assert [row.part if row else None for row in claimed] == [0, 0, None]
-    assert [row.claims for row in claimed[:2]] == [1, 2]
-    with sessionmaker() as session:
-        row = session.get_one(TrainingJob, job_id)
-    assert row.status == "failed" and row.error == WORKER_DIED.format(attempts=2), row.error
+    row = claim_part(sessionmaker, job_id, job.attempts, WorkLimits())
+    assert row is not None and (row.part, row.claims) == (0, 1)
+
+    def beaten() -> datetime:
+        with sessionmaker() as session:
+            return session.scalar(select(CountPart.updated_at).where(
+                CountPart.job_id == job_id, CountPart.attempt == job.attempts, CountPart.part == 0))
+
+    read = 0
+    every = 0.1
+    with part_heartbeat(sessionmaker, row, WorkLimits(heartbeat_seconds=every), lambda: read):
+        claimed = beaten()
+        read += 1
+        until(beaten, lambda at: at > claimed, 10, every=every)  # documents were read: it beats
+        stalled = beaten()
+        time.sleep(5 * every)  # nothing read for five beats
+        assert beaten() == stalled
+        read += 1
+        until(beaten, lambda at: at > stalled, 10, every=every)  # moving again
 
 
 HELP_ONCE = """

@@ -26,7 +26,7 @@ from tokenmill.corpora.reading import corpus_documents
 from tokenmill.corpora.statistics import CorpusStatistics
 from tokenmill.db import rowcount, transaction
 from tokenmill.models import Corpus
-from tokenmill.queued_work.claims import CORPUS_STATISTICS, claim, in_attempt
+from tokenmill.queued_work.claims import CORPUS_STATISTICS, claim_row, in_attempt
 from tokenmill.queued_work.heartbeat import Heartbeat
 from tokenmill.queued_work.lifecycle import TRANSIENT, WORKER_DIED, unavailable
 from tokenmill.queued_work.limits import WorkLimits
@@ -92,7 +92,7 @@ def _claim(factory: sessionmaker[Session], corpus_id: uuid.UUID, limits: WorkLim
            silent_only: bool) -> Claimed | None:
     """Claim this corpus's statistics if its claim fell silent (or, unless `silent_only`, if
     nobody holds one), counting the attempt; past its attempts they are failed instead."""
-    attempt = claim(factory, CORPUS_STATISTICS, Corpus.id == corpus_id, limits.silent_after, claimant, silent_only)
+    attempt = claim_row(factory, CORPUS_STATISTICS, Corpus.id == corpus_id, limits.silent_after, claimant, silent_only)
     if attempt is None:
         return None
     claimed = Claimed(corpus_id, attempt)

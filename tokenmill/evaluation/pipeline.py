@@ -18,7 +18,16 @@ from tokenmill.evaluation.encoders import encoding_threads, reference_encoder
 from tokenmill.evaluation.measuring import evaluate_version, evaluation_row, measure_corpus
 from tokenmill.evaluation.reports import has_version_curve
 from tokenmill.models import Corpus, EvaluationRun, Status, TokenizerVersion
-from tokenmill.queued_work.lifecycle import WORKER_DIED, Claim, claim, fail, held, latest_claim, run_claimed, take_over
+from tokenmill.queued_work.lifecycle import (
+    WORKER_DIED,
+    Claim,
+    claim,
+    fail,
+    latest_claim,
+    run_claimed,
+    running_in,
+    take_over,
+)
 from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.queued_work.scheduling import EVALUATION, Wake, claim_next, wake_team_of
 from tokenmill.store import ObjectStore
@@ -66,7 +75,7 @@ def _run(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, 
         results = _measure(store, run, version, corpora, curve)
         with transaction(factory) as session:
             finished = rowcount(session.execute(
-                update(EvaluationRun).where(held(EvaluationRun, run_id, run.attempts))
+                update(EvaluationRun).where(running_in(EvaluationRun, run_id, run.attempts))
                 .values(status=Status.SUCCEEDED, finished_at=utcnow(), updated_at=utcnow())))
             if not finished:
                 return "skipped"  # the sweeper took it for dead meanwhile: its results are not ours to write

@@ -9,7 +9,7 @@ job's corpora to count) keeps its claim in its own row, and one mechanism reads 
   later: a worker taken for dead that wakes up again must not write over the attempt that
   replaced it.
 - While the worker works, its heartbeat (tokenmill.queued_work.heartbeat) *beats*: it touches the row's
-  beat column in its attempt, and learns when the claim is gone.
+  beat column in its attempt (and, for work it can stop, learns when the claim is gone).
 - A claim past the attempts allowed is *exhausted*: the caller fails the work instead of running
   it again.
 
@@ -104,7 +104,7 @@ def silence_cutoff(silent_after: float, now: datetime | None = None) -> datetime
     return (now or utcnow()) - timedelta(seconds=silent_after)
 
 
-def claim(factory: sessionmaker[Session], claims: Claims, row: ColumnElement[bool], silent_after: float,
+def claim_row(factory: sessionmaker[Session], claims: Claims, row: ColumnElement[bool], silent_after: float,
           claimant: str | None = None, silent_only: bool = False) -> int | None:
     """Claim the row `row` selects if it waits (unless `silent_only`) or its claim fell silent,
     counting the attempt; returns the attempt, or None if it was not claimable."""

@@ -3,12 +3,12 @@ by any worker, finished with the key of their counts, and forgotten when the job
 
 What a part is and how it is counted is tokenmill.training.counting's; a part's claim is like any
 queued work's (claims.py: claimed when queued or silent, counted in `claims`, kept alive by the
-heartbeat while it is counted). A part whose claims pass the attempts allowed has ended its
-worker that many times: the job fails, as a job that did would.
+heartbeat while its counting moves). Its claims are not bounded by the job's attempts: a part
+whose worker failed or stalled is counted again by another, within the job's own time limit.
 """
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from sqlalchemy import ColumnElement, delete, exists, select, update
@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.models import UNFINISHED, CountPart, Status, TrainingJob
-from tokenmill.queued_work.claims import COUNT_PARTS, COUNTED, claim, in_attempt, silence_cutoff
-from tokenmill.queued_work.lifecycle import WORKER_DIED, fail
+from tokenmill.queued_work.claims import COUNT_PARTS, COUNTED, beat, claim_row, in_attempt, silence_cutoff
+from tokenmill.queued_work.heartbeat import Heartbeat
 from tokenmill.queued_work.limits import WorkLimits
 
 
@@ -45,7 +45,7 @@ def the_part(row: CountPart) -> ColumnElement[bool]:
 
 def claim_part(factory: sessionmaker[Session], job_id: uuid.UUID, attempt: int, limits: WorkLimits) -> CountPart | None:
     """Claim the first part of the job's attempt that is queued or silent, while the attempt runs;
-    None when none is left to claim (or its claims are used up: the job is then failed)."""
+    None when none is left to claim."""
     of_attempt = (CountPart.job_id == job_id) & (CountPart.attempt == attempt)
     job_runs = exists().where(TrainingJob.id == job_id, TrainingJob.status == Status.RUNNING,
                               TrainingJob.attempts == attempt)
@@ -56,16 +56,33 @@ def claim_part(factory: sessionmaker[Session], job_id: uuid.UUID, attempt: int, 
             ).order_by(CountPart.part).limit(1))
         if part is None:
             return None
-        claims = claim(factory, COUNT_PARTS, of_attempt & (CountPart.part == part) & job_runs, limits.silent_after)
+        claims = claim_row(factory, COUNT_PARTS, of_attempt & (CountPart.part == part) & job_runs, limits.silent_after)
         if claims is None:
             continue  # another worker took it first
-        if claims > limits.max_attempts:
-            fail(factory, TrainingJob, job_id, WORKER_DIED.format(attempts=claims - 1), attempt)
-            return None
         with factory() as session:
-            row = session.get_one(CountPart, (job_id, attempt, part))
-            session.expunge(row)
-        return row
+            row = session.get(CountPart, (job_id, attempt, part))
+            if row is not None:
+                session.expunge(row)
+        if row is not None and row.claims == claims:
+            return row
+        # Planned again by a take-over, or claimed again meanwhile: the next pass says which.
+
+
+def part_heartbeat(factory: sessionmaker[Session], row: CountPart, limits: WorkLimits,
+                   counted: Callable[[], int]) -> Heartbeat:
+    """The heartbeat of a claimed part while it is counted. It beats only when `counted` (the
+    documents read so far) moved since its last beat: a worker stalled on a read lets its part
+    fall silent, for another worker to count it."""
+    last = -1
+
+    def touch(session: Session) -> bool:
+        nonlocal last
+        if counted() == last:
+            return True  # stalled: no beat, though the claim is still ours
+        last = counted()
+        return beat(session, COUNT_PARTS, the_part(row), row.claims)
+
+    return Heartbeat(factory, touch, limits)
 
 
 def finish_part(factory: sessionmaker[Session], row: CountPart, counts_key: str) -> bool:

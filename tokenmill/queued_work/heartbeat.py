@@ -62,13 +62,11 @@ class Heartbeat:
     @classmethod
     def of_claim(cls, factory: sessionmaker[Session], claims: Claims, row: ColumnElement[bool], attempt: int,
                  limits: WorkLimits, give_up: Callable[[str], object] | None = None,
-                 stop: Callable[[], object] | None = None, memory_advice: str = JOB_MEMORY_ADVICE,
-                 check_held: bool = True) -> "Heartbeat":
+                 stop: Callable[[], object] | None = None, memory_advice: str = JOB_MEMORY_ADVICE) -> "Heartbeat":
         """The heartbeat of a claim in its attempt (`row` selects the claimed row): it beats on the
-        claim, and with `check_held` reads every second whether the claim is still kept."""
+        claim, and reads every second whether the claim is still kept."""
         return cls(factory, lambda session: beat(session, claims, row, attempt), limits, give_up,
-                   held=(lambda session: kept(session, claims, row, attempt)) if check_held else None,
-                   stop=stop, memory_advice=memory_advice)
+                   held=lambda session: kept(session, claims, row, attempt), stop=stop, memory_advice=memory_advice)
 
     def __enter__(self) -> "Heartbeat":
         self._thread.start()

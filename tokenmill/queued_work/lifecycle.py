@@ -2,8 +2,8 @@
 
 A row is the truth; a task only carries an id. A worker *claims* a row (queued → running, or
 running but silent for `silent_after` seconds, whose worker is taken for dead: claims.py),
-keeps it alive with a *heartbeat* while it works (heartbeat.py), and ends it as succeeded, failed, cancelled, or queued again for a retry. A row whose attempts
-are used up is failed at its next claim, never run again. Once the claim is no longer its
+keeps it alive with a *heartbeat* while it works (heartbeat.py), and ends it as succeeded,
+failed, cancelled, or queued again for a retry. A row whose attempts are used up is failed at its next claim, never run again. Once the claim is no longer its
 own (cancelled, failed, or taken over), the work stops within seconds: it notices at its
 next progress report, or else the heartbeat ends the worker process.
 
@@ -24,8 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.db import DATABASE_AWAY, POOL_BUSY, rowcount, transaction, utcnow
 from tokenmill.errors import JobCancelled, TokenmillError, TransientError
 from tokenmill.models import EvaluationRun, Status, TrainingJob
-from tokenmill.queued_work import claims
-from tokenmill.queued_work.claims import JOBS, RUNS, Claims, in_attempt
+from tokenmill.queued_work.claims import JOBS, RUNS, Claims, claim_row, in_attempt
 from tokenmill.queued_work.heartbeat import Heartbeat
 from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.store import TRANSIENT_ERRORS
@@ -75,7 +74,7 @@ def claims_of(model: Work) -> Claims:
     return JOBS if model is TrainingJob else RUNS
 
 
-def held(model: Work, row_id: uuid.UUID, attempt: int | None = None) -> ColumnElement[bool]:
+def running_in(model: Work, row_id: uuid.UUID, attempt: int | None = None) -> ColumnElement[bool]:
     """The row, while it runs (in the given attempt: a worker taken for dead that wakes up
     again must not write over the attempt that took its place)."""
     return in_attempt(claims_of(model), model.id == row_id, attempt)
@@ -101,7 +100,7 @@ def take_over(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, li
 
 def _claim_if(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, limits: WorkLimits,
               claimant: str | None, silent_only: bool) -> Claim:
-    attempt = claims.claim(factory, claims_of(model), model.id == row_id, limits.silent_after, claimant, silent_only)
+    attempt = claim_row(factory, claims_of(model), model.id == row_id, limits.silent_after, claimant, silent_only)
     if attempt is None:
         return Claim.SKIPPED
     if attempt > limits.max_attempts:
@@ -131,7 +130,7 @@ def fail(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, message
     now = utcnow()
     with transaction(factory) as session:
         return rowcount(session.execute(
-            update(model).where(held(model, row_id, attempt))
+            update(model).where(running_in(model, row_id, attempt))
             .values(status=Status.FAILED, error=message[:4000], finished_at=now, updated_at=now, **stage_of(model, "failed"))
         )) == 1
 
@@ -144,7 +143,7 @@ def requeue(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, reas
     try:
         with transaction(factory) as session:
             return rowcount(session.execute(
-                update(model).where(held(model, row_id, attempt))
+                update(model).where(running_in(model, row_id, attempt))
                 .values(status=Status.QUEUED, error=reason[:4000], updated_at=now,
                         retry_at=now + timedelta(seconds=retry_in), **stage_of(model, "retrying"))
             )) == 1

@@ -16,7 +16,7 @@ from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.errors import JobCancelled
 from tokenmill.models import TrainingJob
 from tokenmill.queued_work.heartbeat import rss
-from tokenmill.queued_work.lifecycle import held
+from tokenmill.queued_work.lifecycle import running_in
 
 
 class Report(Protocol):
@@ -48,7 +48,7 @@ class Reporter:
         with transaction(self.factory) as session:
             result = session.execute(
                 update(TrainingJob)
-                .where(held(TrainingJob, self.job_id, self.attempt))
+                .where(running_in(TrainingJob, self.job_id, self.attempt))
                 .values(stage=stage, progress=round(self.highest, 4), updated_at=utcnow())
             )
         if rowcount(result) == 0:

@@ -14,7 +14,8 @@ The files depend only on the merged counts, which do not depend on how the corpo
 who counted what: any number of workers gives the files one worker gives. With min_frequency
 0 or 1, a `library: rustbpe` job gives the files of the same spec with streamed counting.
 
-Faults: a helper that dies leaves its part 'running' and silent; after `sweep_silent_after` any
+Faults: a helper that dies (or stalls: a part's claim beats only while its documents are read)
+leaves its part 'running' and silent; after `sweep_silent_after` any
 worker claims it again (claims are counted, and only the latest claim's counts are kept).
 The coordinator dying leaves the job silent: the sweeper's take-over starts a new attempt,
 which plans its parts afresh (the old attempt's rows are deleted; a late helper of the old
@@ -38,15 +39,14 @@ from tokenmill.corpora.hashes import SeenDocuments
 from tokenmill.db import transaction
 from tokenmill.errors import InvalidCorpus, JobCancelled, SlowDocument
 from tokenmill.models import Corpus, Status, TrainingJob
-from tokenmill.queued_work.claims import COUNT_PARTS
 from tokenmill.queued_work.count_parts import (
     Planned,
     claim_part,
     counted_keys,
     finish_part,
     forget_parts,
+    part_heartbeat,
     plan_parts,
-    the_part,
 )
 from tokenmill.queued_work.heartbeat import Heartbeat
 from tokenmill.queued_work.lifecycle import fail
@@ -159,15 +159,21 @@ def _find_repeats(store: ObjectStore, counting: Counting, parts: list[Part], dra
 
 
 class _Numbered:
-    """Documents, counted as they are read."""
+    """Documents, counted as they are read; `alive` (the coordinator's progress report, which
+    notices a cancel) is called every thousand."""
 
-    def __init__(self, documents: Iterator[str]) -> None:
-        self.documents, self.count = documents, 0
+    def __init__(self, documents: Iterator[str], alive: Callable[[], None] | None = None) -> None:
+        self.documents, self.alive, self.count = documents, alive, 0
 
     def __iter__(self) -> Iterator[str]:
         for document in self.documents:
+            if self.alive is not None and self.count % 1000 == 0:
+                self.alive()
             self.count += 1
             yield document
+
+    def read(self) -> int:
+        return self.count
 
 
 def _learn(spec: TrainingSpec, counts: Counts, report: Report) -> tuple[Tokenizer, dict[str, bytes]]:
@@ -259,10 +265,10 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
         if spec.deduplicate:
             repeats = np.frombuffer(store.get_bytes(repeats_key(prefix, attempt, row.part)), dtype="<i8")
             documents = without_positions(documents, repeats)
+        reading = _Numbered(documents, alive)
         try:
-            # The part's claim beats while it is counted (a silent one is claimed again elsewhere).
-            with Heartbeat.of_claim(factory, COUNT_PARTS, the_part(row), row.claims, limits, check_held=False):
-                counts = count_pieces(_reporting(documents, alive), split)  # compiled for a preset (training.splitting)
+            with part_heartbeat(factory, row, limits, reading.read):  # the claim beats while counting moves
+                counts = count_pieces(iter(reading), split)  # compiled for a preset (training.splitting)
         except SlowDocument as slow:
             assert spec.pre_tokenizer_regex is not None  # only a custom regex's split is limited
             raise SlowRegex(spec.pre_tokenizer_regex, took_over(regex_seconds), where=(
@@ -275,15 +281,6 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
             _drop(store.delete, key)  # taken over meanwhile: the latest claim's counts are the ones kept
         counted += 1
     return counted
-
-
-def _reporting(documents: Iterator[str], alive: Callable[[], None] | None) -> Iterator[str]:
-    """The documents, calling `alive` (the coordinator's progress report, which notices a cancel)
-    every thousand."""
-    for number, document in enumerate(documents):
-        if alive is not None and number % 1000 == 0:
-            alive()
-        yield document
 
 
 def _drop(delete_with: Callable[[str], object], key: str) -> None:

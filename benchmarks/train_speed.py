@@ -15,7 +15,10 @@ mark over into the child at exec (a parent grown to 140 MB would floor every chi
   normalizer would be counted by one child process per core), learned in the engine's process.
   Its peak RSS is the highest of the engine's VmHWM and the sum of its and its children's RSS at
   one moment (sampled every 0.1 s). Its wall time includes loading the compiled code from
-  numba's cache, which a worker does once, when it starts.
+  numba's cache, which a worker does once, when it starts. Its training-alone column also says
+  how long learning the merges from the counts took (`merge_learner.learn_merges_of`, loading
+  the learner's compiled code from the cache included), in wall time and in its thread's CPU
+  time, which a machine shared with other work disturbs less.
 
 Wall time is the child process's, interpreter start and imports included (its own
 training-only time is printed beside it). Afterwards the vocabularies are compared with
@@ -126,8 +129,20 @@ def child(engine: str, corpus: Path, vocab: int, output: Path) -> None:
     elif engine == "tokenizers iterator":
         tokenizer = with_tokenizers.train(spec, streamed(lines(corpus), parts, started))
     elif engine == "tokenmill":
+        from tokenmill.training import merge_learner
         from tokenmill.training.with_tokenmill import train_tokenmill
 
+        learn = merge_learner.learn_merges_of
+
+        def timed_learning(*args):  # the engine looks the learner up when it learns: timed apart from counting
+            begun, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return learn(*args)
+            finally:
+                parts["merges"] = time.perf_counter() - begun
+                parts["merges_cpu"] = time.thread_time() - cpu
+
+        merge_learner.learn_merges_of = timed_learning
         tokenizer = train_tokenmill(spec.model_copy(update={"library": "tokenmill"}),
                                     streamed(lines(corpus), parts, started))
     else:
@@ -198,6 +213,8 @@ def training_alone(result: dict) -> str:
     notes = []
     if "learn" in result:
         notes.append(f"{result['learn']:.1f} s rustbpe + {result['convert']:.1f} s conversion")
+    if "merges" in result:
+        notes.append(f"merges learned in {result['merges']:.1f} s ({result['merges_cpu']:.2f} s CPU)")
     if "stream" in result:
         notes.append(f"last text taken at {result['stream']:.1f} s")
     return alone + (f" ({'; '.join(notes)})" if notes else "")

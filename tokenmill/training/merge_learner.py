@@ -17,19 +17,29 @@ put back with its current value) finds the next pair.
 It is all flat arrays, which is what makes it 3-5x faster than rustbpe's own merge loop
 (BENCHMARKS.md, "Distributed counting"):
 - every pair seen gets the next number from an open-addressing hash table, and its key, count
-  and list of pieces live at that index of plain arrays (`_Pairs` below);
+  and list of pieces live at that index of plain arrays (`PairTable` below);
 - within one merge a neighbour's pairs depend on the neighbour alone, so they are looked up
   once per merge, not once per occurrence;
 - the pairs a merge makes all hold the new token, so all were numbered during that merge: they
-  are filed by a counting sort over that range of numbers;
+  are listed by a counting sort over that range of numbers;
 - the pieces a merge visits are far apart in memory, so their memory is asked for a few
   pieces ahead (`_prefetch`), and the loop over them calls nothing that takes an array (numba
   would move reference counts, atomically, on every call).
+
+The compiled functions pass the learner's state as named tuples of arrays, one per thing it
+keeps: `Pieces` (the pieces being merged), `PairTable` (every pair numbered so far and the
+pieces that hold it), `Heap` (the pairs to merge next), `Merge` (the merge being made) and
+`MergeNotes` (what one merge notes as it goes). numba passes a named tuple by value, as its
+fields: their arrays are changed in place, and a structure one of whose arrays has grown is
+built anew (`_with_room`). The counts that move on every merge (how many pair numbers and how
+much of the lists are used, the heap's size, how many pairs a merge made) are plain integers
+beside them, passed in and returned: a named tuple's fields cannot be assigned, and an integer
+kept in an array instead could not stay in a register in the loop that visits the pieces.
 """
 
 from array import array
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -46,10 +56,90 @@ AHEAD = 4  # pieces ahead of the one being merged whose memory is asked for (4-1
 Symbol = int | np.int32  # a token id
 Int32s = npt.NDArray[np.int32]
 Int64s = npt.NDArray[np.int64]
-# Per pair number: keys (left << 32 | right), totals (its count), first and lengths (its run of
-# `where`: the pieces that hold it), last (the last piece listed while filing), then the hash
-# table (slots: a pair number, or EMPTY) and its size in bits.
-Pairs = tuple[Int64s, Int64s, Int64s, Int32s, Int32s, Int32s, int]
+
+
+class Pieces(NamedTuple):
+    """The distinct pieces being merged, numbered 0, 1, ... in the order given.
+
+    - symbols: every piece's token ids (int32), one piece after the other; a merge writes its
+      new id in place of each pair it replaces and moves the rest of the piece left.
+    - rows: one row a piece (int64, shape (pieces, 3)): its start and its end in `symbols` and
+      its count. Its end moves left as merges shorten it. The three side by side are one cache
+      line, read on every visit of the piece.
+    """
+
+    symbols: Int32s
+    rows: Int64s
+
+
+class PairTable(NamedTuple):
+    """Every pair of adjacent tokens seen so far, numbered 0, 1, ... as first seen: a pair's
+    number is its index into the first five arrays. How many numbers are in use (`numbered`) is
+    carried beside the table, as is how much of `pieces_of` is used (`used`).
+
+    - keys: the pair, as left << 32 | right (int64).
+    - counts: how often it occurs now, summed over the pieces (int64): 0 once merged away.
+    - run_starts, run_lengths: where its pieces are listed in `pieces_of` (int64, int32):
+      pieces_of[run_starts[n]:run_starts[n] + run_lengths[n]] are the pieces that held pair n
+      when they were listed (at the start, or by the merge that made the newer of its two
+      tokens); later merges may have taken it out of some of them.
+    - last_listed: the piece last counted or listed for it (int32, -1 for none yet), so that a
+      piece holding the pair twice is counted and listed once.
+    - pieces_of: every pair's run of pieces (piece numbers, int32), one run after the other.
+    - slots, bits: an open-addressing hash table from a key to its pair's number (int32 slots,
+      EMPTY or a number; 2 ** bits of them, never more than half full).
+    """
+
+    keys: Int64s
+    counts: Int64s
+    run_starts: Int64s
+    run_lengths: Int32s
+    last_listed: Int32s
+    pieces_of: Int32s
+    slots: Int32s
+    bits: int
+
+
+class Heap(NamedTuple):
+    """The pairs to merge next, a binary heap over three arrays: entry i is the pair numbered
+    numbers[i] (int32), its key keys[i] (int64) and its count when it was put in, counts[i]
+    (int64): stale once the pair's count has moved, in which case the learner puts it back
+    with its count now when it comes on top. The larger count is on top, a tie to the smaller
+    key. How many entries are in use (`queued`) is carried beside it.
+    """
+
+    counts: Int64s
+    keys: Int64s
+    numbers: Int32s
+
+
+class Merge(NamedTuple):
+    """The merge being made: every (left, right) in the pieces, left to right and without
+    overlap, becomes new_id. `pair` is the number of (left, right) in the `PairTable`."""
+
+    left: np.int32
+    right: np.int32
+    new_id: int
+    pair: int
+
+
+class MergeNotes(NamedTuple):
+    """What a merge notes as it goes, kept from merge to merge so that it is allocated once.
+
+    - made_pairs, made_in: the pairs the merge made (each holds its new token), each pair's
+      number and the piece it was made in (int32), in the order made; how many (`made`) is
+      carried beside them.
+    - neighbours: a token's pairs that the merge changes, looked up once per merge (int32,
+      one row per token, 6 columns): for a token x before the merge's left token, column 0 is
+      the new id of the merge that filled columns 1 and 2, the numbers of (x, left) and
+      (x, new id); for a token x after its right token, columns 3, 4 and 5 are the same for
+      (right, x) and (new id, x). A row whose column 0 (or 3) is not this merge's new id is
+      from an earlier merge (or -1: never filled).
+    """
+
+    made_pairs: Int32s
+    made_in: Int32s
+    neighbours: Int32s
 
 
 def learn_merges(pieces: Iterable[tuple[bytes, int]], merges: int) -> list[tuple[bytes, bytes]]:
@@ -155,139 +245,136 @@ def _first_copies(data: npt.NDArray[np.uint8], starts: Int64s, order: Int64s, co
 
 @njit(cache=True, nogil=True)  # the job's heartbeat thread beats while it learns
 def _learn(symbols: Int32s, starts: Int64s, counts: Int64s, wanted: int, first_id: int) -> list[tuple[int, int]]:
-    # Each piece's start, end and count side by side (one cache line, read on every visit):
-    # its symbols are symbols[start:end], the end moving left as it merges.
-    pieces = np.empty((len(counts), 3), dtype=np.int64)
-    pieces[:, 0] = starts[:-1]
-    pieces[:, 1] = starts[1:]
-    pieces[:, 2] = counts
-    pairs, numbered, where, used = _first_pairs(symbols, pieces)
-    keys, totals, first, lengths, last, slots, bits = pairs
-    # The heap: (count, key, number) in three arrays, the most frequent pair on top, a tie to the smaller key.
-    heap_counts = np.empty(max(numbered, 16), dtype=np.int64)
-    heap_keys = np.empty(max(numbered, 16), dtype=np.int64)
-    heap_numbers = np.empty(max(numbered, 16), dtype=np.int32)
+    rows = np.empty((len(counts), 3), dtype=np.int64)
+    rows[:, 0] = starts[:-1]
+    rows[:, 1] = starts[1:]
+    rows[:, 2] = counts
+    pieces = Pieces(symbols, rows)
+    pairs, numbered, used = _first_pairs(pieces)
+    capacity = max(numbered, 16)
+    heap = Heap(np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64),
+                np.empty(capacity, dtype=np.int32))
     queued = 0
     for n in range(numbered):
-        if totals[n] > 0:
-            heap_counts[queued], heap_keys[queued], heap_numbers[queued] = totals[n], keys[n], n
+        if pairs.counts[n] > 0:
+            heap.counts[queued], heap.keys[queued], heap.numbers[queued] = pairs.counts[n], pairs.keys[n], n
             queued += 1
     for i in range(queued // 2 - 1, -1, -1):
-        _sift_down(heap_counts, heap_keys, heap_numbers, queued, i)
+        _sift_down(heap, queued, i)
 
     merged: list[tuple[int, int]] = []
-    made_numbers = np.empty(64, dtype=np.int32)  # the pairs a merge makes, each with the piece it is in
-    made_owners = np.empty(64, dtype=np.int32)
-    neighbours = np.full((first_id + wanted, 6), -1, dtype=np.int32)  # see _merge_run
+    notes = MergeNotes(np.empty(64, dtype=np.int32), np.empty(64, dtype=np.int32),
+                       np.full((first_id + wanted, 6), -1, dtype=np.int32))
     while len(merged) < wanted and queued > 0:
-        seen, key, n = heap_counts[0], heap_keys[0], heap_numbers[0]
-        queued = _pop(heap_counts, heap_keys, heap_numbers, queued)
-        current = totals[n]
+        seen, key, n = heap.counts[0], heap.keys[0], heap.numbers[0]
+        queued = _pop(heap, queued)
+        current = pairs.counts[n]
         if current <= 0:
             continue
         if current != seen:
-            queued = _push(heap_counts, heap_keys, heap_numbers, queued, current, key, n)
+            queued = _push(heap, queued, current, key, n)
             continue
         new_id = first_id + len(merged)
-        left = np.int32(key >> SHIFT)
-        right = np.int32(key & 0xFFFFFFFF)
-        merged.append((int(left), int(right)))
+        left, right = np.int32(key >> SHIFT), np.int32(key & 0xFFFFFFFF)
+        merged.append((int(left), int(right)))  # (numba types the list by this, before the Merge is known)
+        merge = Merge(left, right, new_id, int(n))
         before_merge = numbered
         made = 0
-        p, end = first[n], first[n] + lengths[n]
-        while True:  # each piece of the pair once (filed so), making room when the next might not fit
-            p, made, numbered = _merge_run(symbols, pieces, where, p, end, left, right, new_id, n, slots, bits, keys,
-                                           totals, lengths, last, numbered, made_numbers, made_owners, made,
-                                           neighbours)
+        p, end = pairs.run_starts[n], pairs.run_starts[n] + pairs.run_lengths[n]
+        while True:  # each piece of the pair once (listed so), making room when the next might not fit
+            p, made, numbered = _merge_run(pieces, pairs, merge, notes, p, end, numbered, made)
             if p == end:
                 break
-            span = int(pieces[where[p], 1] - pieces[where[p], 0])
-            keys, totals, first, lengths, last, slots, bits = _with_room(
-                (keys, totals, first, lengths, last, slots, bits), numbered, numbered + 2 * span)
-            if made + 2 * span > len(made_numbers):
-                made_numbers = _grown(made_numbers, 2 * (made + 2 * span))
-                made_owners = _grown(made_owners, 2 * (made + 2 * span))
+            w = pairs.pieces_of[p]
+            span = int(rows[w, 1] - rows[w, 0])
+            pairs = _with_room(pairs, numbered, numbered + 2 * span)
+            if made + 2 * span > len(notes.made_pairs):
+                more = 2 * (made + 2 * span)
+                notes = MergeNotes(_grown(notes.made_pairs, more), _grown(notes.made_in, more), notes.neighbours)
         if made == 0:
             continue
-        if used + made > len(where):
-            where = _grown(where, used + made + len(where) // 4)
-        used = _file_made(made_numbers, made_owners, made, before_merge, numbered, first, lengths, last, where, used)
-        if queued + numbered - before_merge > len(heap_counts):
-            size = 2 * (queued + numbered - before_merge)
-            heap_counts, heap_keys = _grown(heap_counts, size), _grown(heap_keys, size)
-            heap_numbers = _grown(heap_numbers, size)
+        if used + made > len(pairs.pieces_of):
+            pairs = PairTable(pairs.keys, pairs.counts, pairs.run_starts, pairs.run_lengths, pairs.last_listed,
+                              _grown(pairs.pieces_of, used + made + len(pairs.pieces_of) // 4), pairs.slots, pairs.bits)
+        used = _list_made(notes, made, before_merge, numbered, pairs, used)
+        if queued + numbered - before_merge > len(heap.counts):
+            more = 2 * (queued + numbered - before_merge)
+            heap = Heap(_grown(heap.counts, more), _grown(heap.keys, more), _grown(heap.numbers, more))
         for m in range(before_merge, numbered):
-            if totals[m] > 0:
-                queued = _push(heap_counts, heap_keys, heap_numbers, queued, totals[m], keys[m], m)
+            if pairs.counts[m] > 0:
+                queued = _push(heap, queued, pairs.counts[m], pairs.keys[m], m)
     return merged
 
 
 @njit(cache=True, nogil=True)
-def _first_pairs(symbols: Int32s, pieces: Int64s) -> tuple[Pairs, int, Int32s, int]:
+def _first_pairs(pieces: Pieces) -> tuple[PairTable, int, int]:
     # The pairs of the pieces as they come: counted, each position's pair number noted, then
-    # each pair's pieces filed by a counting sort (each piece once per pair). Returns the pairs,
-    # how many are numbered, `where` and how much of it is used.
+    # each pair's pieces listed by a counting sort (each piece once per pair). Returns the
+    # table, how many pairs are numbered and how much of its `pieces_of` is used.
     capacity = 1 << 16
-    pairs: Pairs = (np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64),
-                    np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int32),
-                    np.empty(capacity, dtype=np.int32), np.full(1 << 17, EMPTY, dtype=np.int32), 17)
+    pairs = PairTable(np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64),
+                      np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int32),
+                      np.empty(capacity, dtype=np.int32), np.empty(0, dtype=np.int32),
+                      np.full(1 << 17, EMPTY, dtype=np.int32), 17)
     numbered = 0
+    symbols, rows = pieces.symbols, pieces.rows
     numbers = np.empty(len(symbols), dtype=np.int32)
-    keys, totals, first, lengths, last, slots, bits = pairs
-    for w in range(len(pieces)):
-        room = numbered + int(pieces[w, 1] - pieces[w, 0])
-        if room > len(keys) or 2 * room > len(slots):
+    for w in range(len(rows)):
+        room = numbered + int(rows[w, 1] - rows[w, 0])
+        if room > len(pairs.keys) or 2 * room > len(pairs.slots):
             pairs = _with_room(pairs, numbered, room)
-            keys, totals, first, lengths, last, slots, bits = pairs
-        for i in range(pieces[w, 0], pieces[w, 1] - 1):
-            n = _number(_key(symbols[i], symbols[i + 1]), slots, bits, keys, totals, lengths, last, numbered)
+        for i in range(rows[w, 0], rows[w, 1] - 1):
+            n = _number(_key(symbols[i], symbols[i + 1]), pairs, numbered)
             if n == numbered:
                 numbered += 1
-            totals[n] += pieces[w, 2]
-            if last[n] != w:
-                last[n] = w
-                lengths[n] += 1
+            pairs.counts[n] += rows[w, 2]
+            if pairs.last_listed[n] != w:
+                pairs.last_listed[n] = w
+                pairs.run_lengths[n] += 1
             numbers[i] = n
     used = 0
     for n in range(numbered):
-        first[n] = used
-        used += lengths[n]
-        last[n] = -1
-    where = np.empty(max(used + used // 4, 16), dtype=np.int32)
-    cursor = first[:numbered].copy()
-    for w in range(len(pieces)):
-        for i in range(pieces[w, 0], pieces[w, 1] - 1):
+        pairs.run_starts[n] = used
+        used += pairs.run_lengths[n]
+        pairs.last_listed[n] = -1
+    pieces_of = np.empty(max(used + used // 4, 16), dtype=np.int32)
+    cursor = pairs.run_starts[:numbered].copy()
+    for w in range(len(rows)):
+        for i in range(rows[w, 0], rows[w, 1] - 1):
             n = numbers[i]
-            if last[n] != w:
-                last[n] = w
-                where[cursor[n]] = w
+            if pairs.last_listed[n] != w:
+                pairs.last_listed[n] = w
+                pieces_of[cursor[n]] = w
                 cursor[n] += 1
-    return pairs, numbered, where, used
+    pairs = PairTable(pairs.keys, pairs.counts, pairs.run_starts, pairs.run_lengths, pairs.last_listed, pieces_of,
+                      pairs.slots, pairs.bits)
+    return pairs, numbered, used
 
 
 @njit(cache=True, nogil=True)
-def _merge_run(symbols: Int32s, pieces: Int64s, where: Int32s, p: int, end: int, left: np.int32, right: np.int32,
-               new_id: int, pair: int, slots: Int32s, bits: int, keys: Int64s, totals: Int64s, lengths: Int32s,
-               last: Int32s, numbered: int, made_numbers: Int32s, made_owners: Int32s, made: int,
-               neighbours: Int32s) -> tuple[int, int, int]:
-    # Replace (left, right) by new_id in the pieces where[p:end], each left to right, updating
-    # the pair counts as rustbpe does, and list the pairs made with new_id (number, piece) from
-    # made on; stop at the first piece that might not fit the arrays. Returns (where it
-    # stopped, the pairs listed, the numbers used). One call per merge (or per growth).
-    # A neighbour x's pairs are numbered once per merge, in neighbours[x]: the merge that filled
-    # columns 1-2, the numbers of (x, left) and (x, new_id); then the same for (right, x) and (new_id, x).
+def _merge_run(pieces: Pieces, pairs: PairTable, merge: Merge, notes: MergeNotes, p: int, end: int, numbered: int,
+               made: int) -> tuple[int, int, int]:
+    # Make the merge in the pieces pairs.pieces_of[p:end], each left to right, updating the
+    # pair counts as rustbpe does, and note the pairs made (notes.made_pairs and made_in, from
+    # `made` on); stop at the first piece that might not fit the arrays. Returns (where it
+    # stopped, how many pairs are noted, how many are numbered). One call per merge (or per
+    # growth): the loop below calls nothing that takes an array but `_neighbour`, once per
+    # neighbouring token and merge (see MergeNotes).
+    symbols, rows, pieces_of, pair_counts = pieces.symbols, pieces.rows, pairs.pieces_of, pairs.counts
+    made_pairs, made_in, neighbours = notes.made_pairs, notes.made_in, notes.neighbours
+    left, right, new_id = merge.left, merge.right, merge.new_id
     while p < end:
         # The pieces listed are far apart in memory: ask early for the next ones' rows, and
         # for their symbols once their rows are in, or every visit waits on memory twice.
         # (An intrinsic is called without its typing context, which mypy cannot know.)
         if p + 2 * AHEAD < end:
-            _prefetch(pieces, 3 * where[p + 2 * AHEAD])  # type: ignore[call-arg]
+            _prefetch(rows, 3 * pieces_of[p + 2 * AHEAD])  # type: ignore[call-arg]
         if p + AHEAD < end:
-            _prefetch(symbols, pieces[where[p + AHEAD], 0])  # type: ignore[call-arg]
-        w = where[p]
-        start, stop, count = pieces[w, 0], pieces[w, 1], pieces[w, 2]
+            _prefetch(symbols, rows[pieces_of[p + AHEAD], 0])  # type: ignore[call-arg]
+        w = pieces_of[p]
+        start, stop, count = rows[w, 0], rows[w, 1], rows[w, 2]
         room = numbered + 2 * (stop - start)  # at most two new pairs per symbol
-        if room > len(keys) or 2 * room > len(slots) or made + 2 * (stop - start) > len(made_numbers):
+        if room > len(pairs.keys) or 2 * room > len(pairs.slots) or made + 2 * (stop - start) > len(made_pairs):
             break
         p += 1
         i = start
@@ -300,20 +387,20 @@ def _merge_run(symbols: Int32s, pieces: Int64s, where: Int32s, p: int, end: int,
                     before = symbols[out - 1]
                     if neighbours[before, 0] != new_id:
                         numbered = _neighbour(neighbours, before, 0, _key(before, left), _key(before, new_id), new_id,
-                                              slots, bits, keys, totals, lengths, last, numbered)
-                    totals[neighbours[before, 1]] -= count
-                    totals[neighbours[before, 2]] += count
-                    made_numbers[made], made_owners[made] = neighbours[before, 2], w
+                                              pairs, numbered)
+                    pair_counts[neighbours[before, 1]] -= count
+                    pair_counts[neighbours[before, 2]] += count
+                    made_pairs[made], made_in[made] = neighbours[before, 2], w
                     made += 1
-                totals[pair] -= count
+                pair_counts[merge.pair] -= count
                 if i + 2 < stop:
                     after = symbols[i + 2]
                     if neighbours[after, 3] != new_id:
                         numbered = _neighbour(neighbours, after, 3, _key(right, after), _key(new_id, after), new_id,
-                                              slots, bits, keys, totals, lengths, last, numbered)
-                    totals[neighbours[after, 4]] -= count
-                    totals[neighbours[after, 5]] += count
-                    made_numbers[made], made_owners[made] = neighbours[after, 5], w
+                                              pairs, numbered)
+                    pair_counts[neighbours[after, 4]] -= count
+                    pair_counts[neighbours[after, 5]] += count
+                    made_pairs[made], made_in[made] = neighbours[after, 5], w
                     made += 1
                 symbols[out] = new_id
                 out += 1
@@ -322,18 +409,18 @@ def _merge_run(symbols: Int32s, pieces: Int64s, where: Int32s, p: int, end: int,
                 symbols[out] = symbols[i]
                 out += 1
                 i += 1
-        pieces[w, 1] = out
+        rows[w, 1] = out
     return p, made, numbered
 
 
 @njit(cache=True, nogil=True)
-def _neighbour(neighbours: Int32s, x: Symbol, column: int, old: np.int64, new: np.int64, new_id: int, slots: Int32s,
-               bits: int, keys: Int64s, totals: Int64s, lengths: Int32s, last: Int32s, numbered: int) -> int:
+def _neighbour(neighbours: Int32s, x: Symbol, column: int, old: np.int64, new: np.int64, new_id: int,
+               pairs: PairTable, numbered: int) -> int:
     # Fill neighbours[x, column:column + 3] for this merge: new_id, then the numbers of the
-    # old pair and of the new one, numbering what is new. Returns the numbers used.
+    # old pair and of the new one, numbering what is new. Returns how many are numbered.
     neighbours[x, column] = new_id
     for offset, key in ((1, old), (2, new)):
-        n = _number(key, slots, bits, keys, totals, lengths, last, numbered)
+        n = _number(key, pairs, numbered)
         if n == numbered:
             numbered += 1
         neighbours[x, column + offset] = n
@@ -341,26 +428,25 @@ def _neighbour(neighbours: Int32s, x: Symbol, column: int, old: np.int64, new: n
 
 
 @njit(cache=True, nogil=True)
-def _file_made(made_numbers: Int32s, made_owners: Int32s, made: int, before_merge: int, numbered: int,
-               first: Int64s, lengths: Int32s, last: Int32s, where: Int32s, used: int) -> int:
-    # File the pieces of the pairs a merge made: they all hold the new token, so all were
+def _list_made(notes: MergeNotes, made: int, before_merge: int, numbered: int, pairs: PairTable, used: int) -> int:
+    # List the pieces of the pairs a merge made: they all hold the new token, so all were
     # numbered in this merge, from before_merge on: a counting sort over that range (each
-    # piece once per pair, in the order they came). Returns how much of `where` is used.
+    # piece once per pair, in the order they came). Returns how much of pairs.pieces_of is used.
     for j in range(made):
-        m, owner = made_numbers[j], made_owners[j]
-        if last[m] != owner:
-            last[m] = owner
-            lengths[m] += 1
+        m, piece = notes.made_pairs[j], notes.made_in[j]
+        if pairs.last_listed[m] != piece:
+            pairs.last_listed[m] = piece
+            pairs.run_lengths[m] += 1
     for m in range(before_merge, numbered):
-        first[m] = used
-        used += lengths[m]
-        last[m] = -1
-    cursor = first[before_merge:numbered].copy()
+        pairs.run_starts[m] = used
+        used += pairs.run_lengths[m]
+        pairs.last_listed[m] = -1
+    cursor = pairs.run_starts[before_merge:numbered].copy()
     for j in range(made):
-        m, owner = made_numbers[j], made_owners[j]
-        if last[m] != owner:
-            last[m] = owner
-            where[cursor[m - before_merge]] = owner
+        m, piece = notes.made_pairs[j], notes.made_in[j]
+        if pairs.last_listed[m] != piece:
+            pairs.last_listed[m] = piece
+            pairs.pieces_of[cursor[m - before_merge]] = piece
             cursor[m - before_merge] += 1
     return used
 
@@ -376,32 +462,33 @@ def _slot(key: np.int64, bits: int) -> np.int64:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _number(key: np.int64, slots: Int32s, bits: int, keys: Int64s, totals: Int64s, lengths: Int32s, last: Int32s,
-            numbered: int) -> int:
+def _number(key: np.int64, pairs: PairTable, numbered: int) -> int:
     # The pair's number; a pair not seen before gets `numbered`, its count and run empty (the
     # caller counts it). The table is never more than half full (_with_room).
+    slots = pairs.slots
     mask = len(slots) - 1
-    i = _slot(key, bits)
+    i = _slot(key, pairs.bits)
     while True:
         number = slots[i]
         if number == EMPTY:
             slots[i] = numbered
-            keys[numbered], totals[numbered], lengths[numbered], last[numbered] = key, 0, 0, -1
+            pairs.keys[numbered], pairs.counts[numbered] = key, 0
+            pairs.run_lengths[numbered], pairs.last_listed[numbered] = 0, -1
             return numbered
-        if keys[number] == key:
+        if pairs.keys[number] == key:
             return int(number)
         i = (i + 1) & mask
 
 
 @njit(cache=True, nogil=True)
-def _with_room(pairs: Pairs, numbered: int, room: int) -> Pairs:
-    # The pairs' arrays, grown (doubled) if `room` numbers would not fit, and the hash table
-    # grown to keep it at most half full.
-    keys, totals, first, lengths, last, slots, bits = pairs
+def _with_room(pairs: PairTable, numbered: int, room: int) -> PairTable:
+    # The table, its per-pair arrays grown (doubled) if `room` numbers would not fit, and its
+    # hash table grown to keep it at most half full.
+    keys, counts, run_starts, run_lengths, last_listed, pieces_of, slots, bits = pairs
     if room > len(keys):
         size = 2 * max(room, len(keys))
-        keys, totals, first = _grown(keys, size), _grown(totals, size), _grown(first, size)
-        lengths, last = _grown(lengths, size), _grown(last, size)
+        keys, counts, run_starts = _grown(keys, size), _grown(counts, size), _grown(run_starts, size)
+        run_lengths, last_listed = _grown(run_lengths, size), _grown(last_listed, size)
     if 2 * room > len(slots):
         while 2 * room > (1 << bits):
             bits += 1
@@ -412,7 +499,7 @@ def _with_room(pairs: Pairs, numbered: int, room: int) -> Pairs:
             while slots[i] != EMPTY:
                 i = (i + 1) & mask
             slots[i] = number
-    return keys, totals, first, lengths, last, slots, bits
+    return PairTable(keys, counts, run_starts, run_lengths, last_listed, pieces_of, slots, bits)
 
 
 @njit(cache=True, nogil=True)
@@ -439,52 +526,55 @@ def _prefetch(typingctx: Any, values: Any, index: Any) -> Any:
     return types.void(values, index), codegen
 
 
-# A binary heap over three arrays (count, key, number): the entry of larger count, then of
-# smaller key, is on top.
+# The heap's functions (`Heap`): the entry of larger count, then of smaller key, is on top.
 @njit(cache=True, nogil=True, inline="always")
-def _above(counts: Int64s, keys: Int64s, i: int, j: int) -> bool:
+def _above(heap: Heap, i: int, j: int) -> bool:
+    counts, keys = heap.counts, heap.keys
     return bool(counts[i] > counts[j] or (counts[i] == counts[j] and keys[i] < keys[j]))
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _swap(counts: Int64s, keys: Int64s, numbers: Int32s, i: int, j: int) -> None:
+def _swap(heap: Heap, i: int, j: int) -> None:
+    counts, keys, numbers = heap
     counts[i], counts[j] = counts[j], counts[i]
     keys[i], keys[j] = keys[j], keys[i]
     numbers[i], numbers[j] = numbers[j], numbers[i]
 
 
 @njit(cache=True, nogil=True)
-def _push(counts: Int64s, keys: Int64s, numbers: Int32s, size: int, count: int, key: np.int64, number: int) -> int:
-    counts[size], keys[size], numbers[size] = count, key, number
+def _push(heap: Heap, size: int, count: int, key: np.int64, number: int) -> int:
+    # Put in an entry; returns the heap's size.
+    heap.counts[size], heap.keys[size], heap.numbers[size] = count, key, number
     i = size
     while i > 0:
         parent = (i - 1) // 2
-        if not _above(counts, keys, i, parent):
+        if not _above(heap, i, parent):
             break
-        _swap(counts, keys, numbers, i, parent)
+        _swap(heap, i, parent)
         i = parent
     return size + 1
 
 
 @njit(cache=True, nogil=True)
-def _pop(counts: Int64s, keys: Int64s, numbers: Int32s, size: int) -> int:
+def _pop(heap: Heap, size: int) -> int:
+    # Take out the top entry; returns the heap's size.
     size -= 1
     if size > 0:
-        counts[0], keys[0], numbers[0] = counts[size], keys[size], numbers[size]
-        _sift_down(counts, keys, numbers, size, 0)
+        heap.counts[0], heap.keys[0], heap.numbers[0] = heap.counts[size], heap.keys[size], heap.numbers[size]
+        _sift_down(heap, size, 0)
     return size
 
 
 @njit(cache=True, nogil=True)
-def _sift_down(counts: Int64s, keys: Int64s, numbers: Int32s, size: int, i: int) -> None:
+def _sift_down(heap: Heap, size: int, i: int) -> None:
     while True:
         top = i
         left = 2 * i + 1
-        if left < size and _above(counts, keys, left, top):
+        if left < size and _above(heap, left, top):
             top = left
-        if left + 1 < size and _above(counts, keys, left + 1, top):
+        if left + 1 < size and _above(heap, left + 1, top):
             top = left + 1
         if top == i:
             return
-        _swap(counts, keys, numbers, i, top)
+        _swap(heap, i, top)
         i = top

@@ -21,8 +21,9 @@ $(STAMP): pyproject.toml requirements.lock requirements-refs.txt
 up: install
 	$(BIN)/tokenmill up
 
+# CI's command (README): the whole suite, then the kernels without the JIT; the slowest 25 tests are listed at the end.
 test: install lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
 	$(MAKE) test-kernels-nojit
 
 lint: install

@@ -9,6 +9,7 @@ reaches the database's DataError or UnicodeEncodeError, which service/problems.p
 renders as a 422, without a field.
 """
 
+import copy
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -82,3 +83,55 @@ async def check_request_values(request: Request) -> None:
         except ValueError:
             return  # malformed JSON: the route's validation names it
         check_json(document)
+
+
+# What `check_request_values` refuses, as the request schemas of the OpenAPI document say it: a text
+# holds no NUL (a lone surrogate is no UTF-8 text to begin with), an integer fits 64 bits.
+NO_NUL = "^[^\\x00]*$"
+NOT_BLANK = "^[^\\x00]*[^\\s\\x00][^\\x00]*$"  # and more than spaces
+SCHEMA_MAPS = ("properties", "patternProperties")
+SCHEMA_VALUES = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
+SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+UNTOUCHED = frozenset({"pattern", "enum", "const", "format", "contentMediaType"})  # strings these say enough of
+
+
+def stated(document: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI document with what no part of Tokenmill can hold stated in every request schema (the
+    parameters, the bodies and the components they name): a string without a pattern, enum or format of
+    its own matches NO_NUL, free object keys too, and an integer without bounds is within MAX_INTEGER."""
+    document = copy.deepcopy(document)  # schemas given as constants (WithJsonSchema) stay as they are
+    components = document.get("components", {}).get("schemas", {})
+    visited: set[str] = set()
+
+    def visit(schema: Any) -> None:
+        if not isinstance(schema, dict):
+            return
+        if "$ref" in schema:
+            name = schema["$ref"].rsplit("/", 1)[-1]
+            if name in components and name not in visited:
+                visited.add(name)
+                visit(components[name])
+            return
+        if schema.get("type") == "string" and not UNTOUCHED & schema.keys():
+            schema["pattern"] = NO_NUL
+        elif schema.get("type") == "integer" and not {"enum", "const"} & schema.keys():
+            schema.setdefault("minimum", -MAX_INTEGER)
+            schema.setdefault("maximum", MAX_INTEGER)
+        elif schema.get("type") == "object" and isinstance(schema.get("additionalProperties"), dict):
+            schema.setdefault("propertyNames", {"pattern": NO_NUL})
+        for key in SCHEMA_MAPS:
+            for child in schema.get(key, {}).values():
+                visit(child)
+        for key in SCHEMA_VALUES:
+            visit(schema.get(key))
+        for key in SCHEMA_LISTS:
+            for child in schema.get(key, []):
+                visit(child)
+
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                visit(parameter.get("schema"))
+            for content in operation.get("requestBody", {}).get("content", {}).values():
+                visit(content.get("schema"))
+    return document

@@ -22,6 +22,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException
 
@@ -126,7 +127,17 @@ def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
         title = HTTPStatus(exc.status_code).phrase
     except ValueError:  # a status outside the standard's list
         title = str(exc.detail)
-    return problem(exc.status_code, title, str(exc.detail), headers=exc.headers, instance=request.url.path)
+    headers = exc.headers
+    if exc.status_code == 405:  # Starlette's Allow names the methods of the first route of the path only
+        headers = {**(headers or {}), "Allow": ", ".join(allowed_methods(request))}
+    return problem(exc.status_code, title, str(exc.detail), headers=headers, instance=request.url.path)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods of every route of the request's path (a path can have a route per method)."""
+    path = request.scope["path"]
+    return sorted({method for context in iter_route_contexts(request.app.routes) if hasattr(context, "path_regex")
+                   and context.path_regex.match(path) for method in context.methods or ()})
 
 
 def install(app: FastAPI) -> None:

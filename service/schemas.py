@@ -8,9 +8,12 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 from pydantic import MISSING, BaseModel, ConfigDict, Field, WithJsonSchema, computed_field
 from sqlalchemy.orm import Session
 
+from service.parameters import NAME_SCHEMA, VERSION_SCHEMA, JsonTyped
+from tokenmill.evaluation.references import BASELINES
 from tokenmill.jobs.submission import version_outcomes
 from tokenmill.models import TrainingJob
-from tokenmill.sandboxed.subword_sampling import SamplingOptions
+from tokenmill.playground.encode import MAX_TEXT
+from tokenmill.sandboxed.subword_sampling import MAX_NBEST, SamplingOptions
 from tokenmill.training.spec import TrainingSpec
 from tokenmill.versions.registry import vocabulary_notes
 
@@ -73,20 +76,44 @@ def _inlined(schema: Any, definitions: dict[str, Any]) -> Any:
     return schema
 
 
-_SPEC_SCHEMA = TrainingSpec.model_json_schema()
+def _with_sampling_sizes(schema: dict[str, Any]) -> dict[str, Any]:
+    """A schema of subword sampling options (SamplingOptions, or the spec's SamplingDefaults) with nbest_size as
+    its validator takes it: -1, or 2 to MAX_NBEST (0 and 1 do not sample)."""
+    schema["properties"]["nbest_size"]["anyOf"] = [
+        {"type": "integer", "enum": [-1]}, {"type": "integer", "minimum": 2, "maximum": MAX_NBEST}, {"type": "null"}]
+    return schema
+
+
+def _self_contained(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    inlined: dict[str, Any] = _inlined(schema, schema.get("$defs", {}))
+    return inlined
+
+
+SAMPLING_SCHEMA = _with_sampling_sizes(_self_contained(SamplingOptions))
 # The training spec as /docs shows it: every field with its description, bounds and default. The
 # body is read as a plain object and checked by `resolve_spec`, whose 422s name the field
 # (spec.vocab_size …) and say what a library cannot honour, which a schema alone cannot.
-SPEC_SCHEMA = _inlined(_SPEC_SCHEMA, _SPEC_SCHEMA.get("$defs", {}))
+SPEC_SCHEMA = _self_contained(TrainingSpec)
+_with_sampling_sizes(next(option for option in SPEC_SCHEMA["properties"]["sampling"]["anyOf"]
+                          if option.get("type") == "object"))
+
+
+# Corpus ids as a body names them: each a UUID of one of the team's corpora (an unknown one is a 422 naming the field).
+CORPUS_IDS: dict[str, Any] = {"type": "array", "items": {"type": "string", "format": "uuid"}}
+OPTIONAL_CORPUS_IDS: dict[str, Any] = {"anyOf": [CORPUS_IDS, {"type": "null"}]}
 
 
 class JobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    tokenizer: str
+    tokenizer: Annotated[str, WithJsonSchema(NAME_SCHEMA)] = Field(
+        description="the name the version is registered under")
     spec: Annotated[dict[str, Any], WithJsonSchema(SPEC_SCHEMA)] = Field(default_factory=dict)
-    train_corpora: list[str]
-    eval_corpora: list[str] | None = None
+    train_corpora: Annotated[list[str], WithJsonSchema({**CORPUS_IDS, "minItems": 1})] = Field(
+        description="the corpora to train on")
+    eval_corpora: Annotated[list[str] | None, WithJsonSchema(OPTIONAL_CORPUS_IDS)] = Field(
+        None, description="the corpora to evaluate the version on; null: all of the team's")
 
 
 class JobOut(BaseModel):
@@ -175,19 +202,33 @@ class TokenizerOut(BaseModel):
     updated_at: datetime
 
 
-class EvaluationIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class EvaluationIn(JsonTyped):
+    """A version of the team's (`tokenizer`, `version`: the latest when left out) or a reference, evaluated on
+    `corpora` (all of the team's when left out)."""
 
-    tokenizer: str | None = None
-    version: int | str | None = None
-    reference: str | None = None
-    corpora: list[str] | None = None
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"oneOf": [
+        {"required": ["tokenizer"], "properties": {"tokenizer": {"type": "string"}, "reference": {"type": "null"}}},
+        {"required": ["reference"], "properties": {"reference": {"type": "string"}, "tokenizer": {"type": "null"}}},
+    ]})
+
+    tokenizer: Annotated[str | None, WithJsonSchema({"anyOf": [NAME_SCHEMA, {"type": "null"}]})] = None
+    version: Annotated[int | str | None, WithJsonSchema({"anyOf": [*VERSION_SCHEMA["anyOf"], {"type": "null"}]})] = None
+    reference: Annotated[str | None, WithJsonSchema({"anyOf": [{"type": "string", "enum": list(BASELINES)},
+                                                               {"type": "null"}]})] = None
+    corpora: Annotated[list[str] | None, WithJsonSchema(OPTIONAL_CORPUS_IDS)] = None
+
+
+class SamplingIn(JsonTyped, SamplingOptions):
+    """SamplingOptions as a JSON body gives them: numbers as numbers (true is no seed, "0.1" no dropout)."""
 
 
 class EncodeIn(BaseModel):
-    text: str
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(json_schema_extra={"maxLength": MAX_TEXT})
     # Subword regularisation (BPE-dropout, Unigram sampling): absent, the one best segmentation.
-    sampling: SamplingOptions | None = None
+    sampling: Annotated[SamplingIn | None, WithJsonSchema(
+        {"anyOf": [SAMPLING_SCHEMA, {"type": "null"}]})] = None
 
 
 class SamplingOut(BaseModel):

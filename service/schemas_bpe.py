@@ -1,10 +1,14 @@
-"""Response body of POST /v1/bpe/steps (service/routes/bpe.py): BPE learning on a corpus, or a
+"""Request and response bodies of POST /v1/bpe/steps (service/routes/bpe.py): BPE learning on a corpus, or a
 stored version replaying its merges on a sample; `mode` says which."""
 
 import uuid
-from typing import Annotated, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, WithJsonSchema
+
+from service.inputs import NOT_BLANK
+from service.parameters import VERSION_SCHEMA, JsonTyped
+from tokenmill.playground.bpe_runs import CORPUS_FIELDS, VERSION_FIELDS, BpeStepsIn
 
 Pair = tuple[str, str]
 
@@ -83,3 +87,25 @@ class VersionSteps(RunOut[ReplayedState]):
 
 class BpeStepsOut(RootModel[Annotated[CorpusSteps | VersionSteps, Field(discriminator="mode")]]):
     pass
+
+
+def _one_kind(schema: dict[str, Any]) -> None:
+    # check_fields's rule: a corpus to learn on (no version's fields), or a version with the corpus to sample;
+    # a corpus holds a word (something else than spaces).
+    schema["properties"]["corpus"]["anyOf"][0]["pattern"] = NOT_BLANK
+    schema["anyOf"] = [
+        {"properties": {"tokenizer": {"type": "null"}},
+         "not": {"anyOf": [{"required": [name]} for name in VERSION_FIELDS]}},
+        {"required": ["tokenizer", "corpus_id"],
+         "properties": {"tokenizer": {"type": "string"}, "corpus_id": {"type": "string"}},
+         "not": {"anyOf": [{"required": [name]} for name in CORPUS_FIELDS]}},
+    ]
+
+
+class BpeStepsRequest(JsonTyped, BpeStepsIn):
+    """Either a corpus to learn on (or none: the seed article), or a stored version (`tokenizer`, `version`) to
+    replay on `lines` lines of one of the team's corpora (`corpus_id`): the fields of one kind only."""
+
+    model_config = ConfigDict(json_schema_extra=_one_kind)
+
+    version: Annotated[int | str, WithJsonSchema(VERSION_SCHEMA)] = "latest"

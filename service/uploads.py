@@ -56,6 +56,8 @@ from tokenmill.store import CHUNK, read_into
 
 MAX_FIELD_BYTES = 16 * 1024
 MAX_PARTS = 32
+# A form's file part as the OpenAPI document describes it (OpenAPI 3.1; FastAPI writes an UploadFile so).
+FILE_PART = {"type": "string", "contentMediaType": "application/octet-stream"}
 MAX_STREAMING_UPLOADS = 64  # at once; more wait for a thread, their bodies unread
 UPLOAD_THREADS = ThreadPoolExecutor(MAX_STREAMING_UPLOADS, thread_name_prefix="tokenmill-upload")
 # Of those, how many decompress, check and count at once (tokenmill/corpora/ingest.py Turns): about

@@ -13,19 +13,24 @@ answer, `next_start` says where to ask again.
 """
 
 import json
+from typing import Any
 
 from fastapi import APIRouter, Response
 
 from service.deps import BpeStepsTeamDep, SessionDep, StoreDep
-from service.schemas_bpe import BpeStepsOut
+from service.schemas_bpe import BpeStepsOut, BpeStepsRequest
 from tokenmill.db import release
-from tokenmill.playground.bpe_runs import BpeStepsIn, compute
+from tokenmill.playground.bpe_runs import compute
 
 router = APIRouter(prefix="/v1/bpe", tags=["bpe"])
 
 
-@router.post("/steps", response_model=BpeStepsOut)
-def steps(body: BpeStepsIn, session: SessionDep, store: StoreDep, team: BpeStepsTeamDep) -> Response:
+# A version's run names the version and the corpus it samples: either may not be the team's.
+NAMED_ROWS: dict[int | str, dict[str, Any]] = {404: {"description": "no such version, or corpus, of the team's"}}
+
+
+@router.post("/steps", response_model=BpeStepsOut, responses=NAMED_ROWS)
+def steps(body: BpeStepsRequest, session: SessionDep, store: StoreDep, team: BpeStepsTeamDep) -> Response:
     """Every step's state: the words as tokens, all pair counts (ranked), the merge, the vocabulary so far.
 
     A version's sample is split in a sandbox process first: all of them busy is a 503 with Retry-After.

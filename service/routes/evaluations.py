@@ -6,6 +6,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from service.deps import ExpensiveTeamDep, QueueDep, SessionDep, TeamDep, team_quotas
+from service.parameters import ReferencePath
 from service.schemas import EncodeIn, EncodeOut, EvaluationIn
 from service.schemas_evaluations import EvaluationRunOut, FertilityMatrixOut
 from tokenmill.evaluation.reports import fertility_matrix
@@ -36,5 +37,5 @@ def dashboard_fertility(session: SessionDep, team: TeamDep, tokenizer: str | Non
 
 
 @router.post("/references/{name}/encode", response_model=EncodeOut)
-def encode_reference(body: EncodeIn, team: ExpensiveTeamDep, name: str) -> dict[str, Any]:
+def encode_reference(body: EncodeIn, team: ExpensiveTeamDep, name: ReferencePath) -> dict[str, Any]:
     return encode_with_reference(name, body.text)

@@ -14,7 +14,12 @@ from tokenmill.jobs.submission import IDEMPOTENCY_FIELD, cancel_job, get_job, li
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 
-@router.post("", status_code=202, response_model=JobOut)
+# An Idempotency-Key already used for the same request answers its job again, 200 rather than 202.
+REPLAYED: dict[int | str, dict[str, Any]] = {
+    200: {"model": JobOut, "description": "the job this Idempotency-Key made already (the request was the same)"}}
+
+
+@router.post("", status_code=202, response_model=JobOut, responses=REPLAYED)
 def create_job(
     request: Request,
     body: JobIn,

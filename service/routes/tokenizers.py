@@ -25,10 +25,11 @@ from service.deps import (
     team_quotas,
 )
 from service.downloads import MEDIA_TYPES, bundle_response, file_response
+from service.parameters import NamePath, VersionPath
 from service.schemas import EncodeIn, EncodeOut, Listing, TokenizerOut, VersionOut, VocabularyOut
 from service.schemas_evaluations import VersionEvaluationsOut
 from service.schemas_report import CostReportOut
-from service.uploads import MultipartUpload, run_upload
+from service.uploads import FILE_PART, MultipartUpload, run_upload
 from tokenmill.db import release, transaction
 from tokenmill.errors import InvalidInput, TooLarge
 from tokenmill.evaluation.reports import version_curve, version_evaluations
@@ -60,7 +61,7 @@ def read_names(session: SessionDep, team: TeamDep, page: PageDep) -> dict[str, A
 
 
 @router.get("/{name}/versions", response_model=Listing[VersionOut])
-def read_versions(session: SessionDep, team: TeamDep, page: PageDep, name: str) -> dict[str, Any]:
+def read_versions(session: SessionDep, team: TeamDep, page: PageDep, name: NamePath) -> dict[str, Any]:
     rows, total = list_versions(session, team, name, page)
     return {"items": rows, "total": total, "page": page.page, "limit": page.limit}
 
@@ -71,16 +72,18 @@ IMPORT_FORM = {"requestBody": {"required": True, "content": {"multipart/form-dat
     "properties": {
         "pat_str": {"type": "string", "description": "a tiktoken rank file's split regex (required with one)"},
         "special_tokens": {"type": "string", "description": 'a tiktoken rank file\'s special tokens, as JSON: '
-                                                            '{"<|endoftext|>": 100257}'},
-        "file": {"type": "string", "format": "binary",
-                 "description": "a Hugging Face tokenizer.json, a sentencepiece model or a tiktoken rank file"},
+                                                            '{"<|endoftext|>": 100257}',
+                           "contentMediaType": "application/json",
+                           "contentSchema": {"type": "object", "additionalProperties": {"type": "integer"}}},
+        "file": {**FILE_PART, "description": "a Hugging Face tokenizer.json, a sentencepiece model or a tiktoken rank "
+                                             "file; sent after the fields, or before them all"},
     }}}}}}
 IMPORT_FIELDS = ("pat_str", "special_tokens")
 
 
 @router.post("/{name}/versions", status_code=201, response_model=VersionOut, openapi_extra=IMPORT_FORM)
 async def import_tokenizer(request: Request, factory: SessionmakerDep, store: StoreDep, queue: QueueDep,
-                           team: ExpensiveTeamDep, settings: SettingsDep, name: str) -> TokenizerVersion:
+                           team: ExpensiveTeamDep, settings: SettingsDep, name: NamePath) -> TokenizerVersion:
     """A tokenizer the team uploads becomes the next version of `name`, evaluated on the team's corpora."""
     check_tokenizer_name(name)
     upload = MultipartUpload(request, before_file=IMPORT_FIELDS)
@@ -142,38 +145,40 @@ def _queue_evaluation(request: Request, factory: sessionmaker[Session], team: Te
 
 
 @router.get("/{name}/versions/{version}", response_model=VersionOut)
-def read_version(session: SessionDep, team: TeamDep, name: str, version: str) -> TokenizerVersion:
+def read_version(session: SessionDep, team: TeamDep, name: NamePath, version: VersionPath) -> TokenizerVersion:
     return get_version(session, team, name, version)
 
 
 @router.get("/{name}/versions/{version}/bundle.tar.gz", response_class=Response, responses=BUNDLE)
-def download_bundle(session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str) -> Response:
+def download_bundle(session: SessionDep, store: StoreDep, team: TeamDep, name: NamePath,
+                    version: VersionPath) -> Response:
     return bundle_response(store, get_version(session, team, name, version))
 
 
 @router.get("/{name}/versions/{version}/files/{filename}", response_class=Response, responses=FILE)
-def download_file(session: SessionDep, store: StoreDep, team: TeamDep, name: str, version: str,
+def download_file(session: SessionDep, store: StoreDep, team: TeamDep, name: NamePath, version: VersionPath,
                   filename: str) -> StreamingResponse:
     return file_response(store, get_version(session, team, name, version), filename)
 
 
 @router.get("/{name}/versions/{version}/evaluations", response_model=VersionEvaluationsOut)
-def read_evaluations(session: SessionDep, team: TeamDep, name: str, version: str) -> dict[str, Any]:
+def read_evaluations(session: SessionDep, team: TeamDep, name: NamePath, version: VersionPath) -> dict[str, Any]:
     row = get_version(session, team, name, version)
     return {"name": row.name, "version": row.version, "items": version_evaluations(session, team, row),
             "vocab_curve": version_curve(session, team, row)}
 
 
 @router.post("/{name}/versions/{version}/encode", response_model=EncodeOut)
-def encode(request: Request, body: EncodeIn, session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str,
-           version: str) -> dict[str, Any]:
+def encode(request: Request, body: EncodeIn, session: SessionDep, store: StoreDep, team: ExpensiveTeamDep,
+           name: NamePath, version: VersionPath) -> dict[str, Any]:
     row = get_version(session, team, name, version)
     release(session)  # the encode may take its whole time limit
     return encode_with_version(store, row, body.text, body.sampling)
 
 
 @router.get("/{name}/versions/{version}/report", response_model=CostReportOut)
-def read_report(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str, version: str) -> Response:
+def read_report(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: NamePath,
+                version: VersionPath) -> Response:
     """What the version costs next to GPT-2, cl100k_base and o200k_base (tokenmill.playground.cost_report)."""
     row = get_version(session, team, name, version)
     key = (row.id, evaluations_stamp(session, team))
@@ -212,8 +217,8 @@ _REPORTS = _Kept(64)
 
 
 @router.get("/{name}/versions/{version}/vocabulary", response_model=VocabularyOut)
-def read_vocabulary(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: str,
-                    version: str) -> dict[str, object]:
+def read_vocabulary(session: SessionDep, store: StoreDep, team: ExpensiveTeamDep, name: NamePath,
+                    version: VersionPath) -> dict[str, object]:
     row = get_version(session, team, name, version)
     release(session)  # counting may take a sandbox process's while
     return vocabulary_report(store, row)

@@ -57,3 +57,32 @@ def test_answered_problems_are_the_declared_schema(app_client, team_key):
         assert answer.headers["content-type"] == MEDIA_TYPE
         problem = Problem.model_validate(answer.json())
         assert problem.status == answer.status_code and problem.detail
+
+
+def test_a_method_a_path_does_not_answer_is_a_405_naming_every_method_it_does(api):
+    # /v1/corpora/duplicates is a resource of its own, not a corpus id; a corpus answers GET and DELETE.
+    answer = api.delete("/v1/corpora/duplicates")
+    assert answer.status_code == 405 and answer.headers["allow"] == "GET"
+    answer = api.put("/v1/corpora/00000000-0000-0000-0000-000000000000")
+    assert answer.status_code == 405 and answer.headers["allow"] == "DELETE, GET"
+    assert answer.headers["content-type"] == MEDIA_TYPE
+    assert api.get("/v1/corpora/not-a-uuid").status_code == 422  # still an id refused, naming it
+
+
+def test_parameters_and_bodies_say_what_the_routes_take(app_client):
+    paths = app_client.get("/openapi.json").json()["paths"]
+    version = next(p for p in paths["/v1/tokenizers/{name}/versions/{version}"]["get"]["parameters"]
+                   if p["name"] == "version")
+    assert version["schema"]["anyOf"] == [{"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
+                                          {"type": "string", "enum": ["latest"]}]
+    assert "400" in paths["/v1/jobs"]["post"]["responses"]  # a body that is not UTF-8 JSON
+    assert "200" in paths["/v1/jobs"]["post"]["responses"]  # an Idempotency-Key replayed
+
+
+def test_a_json_body_is_read_with_json_types(api):
+    # pydantic alone would take 0 for false and "5" for 5; the document says boolean and integer.
+    answer = api.post("/v1/bpe/steps", json={"end_of_word": 0})
+    assert answer.status_code == 422 and answer.json()["field"] == "end_of_word"
+    answer = api.post("/v1/references/gpt2/encode", json={"text": "a", "sampling": {"seed": "5"}})
+    assert answer.status_code == 422 and answer.json()["field"] == "sampling.seed"
+    assert api.post("/v1/references/gpt2/encode", json={"text": "a", "extra": 1}).status_code == 422

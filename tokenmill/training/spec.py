@@ -57,7 +57,12 @@ class BaseSpec(BaseModel):
     """What a spec extends: a version of the team's (`tokenizer`, `version`: latest when left out)
     or a reference (`reference`). `vocab_size` is the base's, filled in at submission."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # What `_check_base` requires, stated in the JSON schema (the OpenAPI document): one kind of base.
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"oneOf": [
+        {"required": ["tokenizer"], "properties": {"tokenizer": {"type": "string"}, "reference": {"type": "null"}}},
+        {"required": ["reference"], "properties": {"reference": {"type": "string"}, "tokenizer": {"type": "null"},
+                                                   "version": {"type": "null"}}},
+    ]})
 
     tokenizer: str | None = Field(None, min_length=1, max_length=200)
     version: int | None = Field(None, ge=1, le=MAX_INT)
@@ -93,7 +98,16 @@ class MixtureSpec(BaseModel):
     (`weights`) or by language (`language_temperature`), `max_repeats` capping how often a
     corpus may be read over (UniMax)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # What `_one_way` checks, stated in the JSON schema (the OpenAPI document): one of the two ways; weights
+    # from 0 to 1e9, one of them above 0.
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"oneOf": [
+        {"required": ["weights"], "properties": {
+            "weights": {"type": "object", "minProperties": 1, "additionalProperties": {"minimum": 0, "maximum": 1e9},
+                        "not": {"additionalProperties": {"const": 0}}},
+            "language_temperature": {"type": "null"}}},
+        {"required": ["language_temperature"], "properties": {"language_temperature": {"type": "number"},
+                                                              "weights": {"type": "null"}}},
+    ]})
 
     weights: dict[str, float] | None = Field(None, max_length=1000, description=(
         "a weight per training corpus id (0 leaves the corpus out); each corpus gets its weight's share of "
@@ -136,6 +150,18 @@ class MixtureSpec(BaseModel):
         return self
 
 
+def _special_tokens_schema(schema: dict[str, Any]) -> None:
+    """What `_check_special_tokens` checks, stated in the JSON schema (the OpenAPI document): at most
+    MAX_SPECIAL_TOKENS tokens, each once, of at most MAX_SPECIAL_TOKEN_CHARS characters, not blank, no control
+    character."""
+    printable = "[^\\x00-\\x1f\\x7f-\\x9f]"
+    token = {"type": "string", "maxLength": MAX_SPECIAL_TOKEN_CHARS,
+             "pattern": f"^{printable}*[^\\s\\x00-\\x1f\\x7f-\\x9f]{printable}*$"}
+    for option in schema["anyOf"]:
+        if option.get("type") == "array":
+            option.update(items=token, maxItems=MAX_SPECIAL_TOKENS, uniqueItems=True)
+
+
 class TrainingSpec(BaseModel):
     """A complete training spec; `None` on the optional fields means "the library default"."""
 
@@ -162,7 +188,7 @@ class TrainingSpec(BaseModel):
     lowercase: bool = Field(False, description='Fold the text to lower case first.')
     split_digits: bool = Field(False, description=(
         'Cut numbers into single digits, so every number is spelled digit by digit.'))
-    special_tokens: list[str] | None = Field(None, description=(
+    special_tokens: list[str] | None = Field(None, json_schema_extra=_special_tokens_schema, description=(
         "Tokens kept whole and never merged, one per line; empty uses the algorithm's usual set."))
     # Placeholders (<|reserved_0|> …) after the named special tokens, as Llama 3 keeps them: ids
     # held for tokens a team adds later without moving any other id. Resolved into special_tokens.

@@ -19,17 +19,16 @@ from tokenmill.evaluation.measuring import evaluate_version, evaluation_row, mea
 from tokenmill.evaluation.reports import has_version_curve
 from tokenmill.models import Corpus, EvaluationRun, Status, TokenizerVersion
 from tokenmill.queued_work.lifecycle import (
-    WORKER_DIED,
     Claim,
     claim,
+    claim_in_turn,
     fail,
     latest_claim,
     run_claimed,
     running_in,
-    take_over,
 )
 from tokenmill.queued_work.limits import WorkLimits
-from tokenmill.queued_work.scheduling import EVALUATION, Wake, claim_next, wake_team_of
+from tokenmill.queued_work.scheduling import EVALUATION, Wake, wake_team_of
 from tokenmill.store import ObjectStore
 from tokenmill.versions.registry import version_files
 
@@ -39,14 +38,9 @@ def run_next_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_
     """What a task message for `run_id` does: take that run over if it fell silent, else start the
     fair next run of any team; returns the status of the run it ran, or "idle". When the run
     ends and its team has queued runs, `wake` sends a message for the oldest of them."""
-    if take_over(factory, EvaluationRun, run_id, limits, claimant) is Claim.CLAIMED:
-        started = run_id
-    else:
-        found = claim_next(factory, EVALUATION, limits, claimant, lambda dead: fail(
-            factory, EvaluationRun, dead.row_id, WORKER_DIED.format(attempts=dead.attempt - 1)))
-        if found is None:
-            return "idle"
-        started = found.row_id
+    started = claim_in_turn(factory, EVALUATION, run_id, limits, claimant)
+    if started is None:
+        return "idle"
     status = _run(factory, store, started, limits)
     if wake is not None:
         wake_team_of(factory, EVALUATION, started, wake)

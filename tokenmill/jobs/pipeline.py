@@ -32,10 +32,10 @@ from tokenmill.corpora.rows import existing_corpora
 from tokenmill.db import transaction, utcnow
 from tokenmill.errors import JobCancelled, TokenmillError
 from tokenmill.models import Corpus, Status, TokenizerVersion, TrainingJob
-from tokenmill.queued_work.lifecycle import WORKER_DIED, Claim, claim, fail, latest_claim, run_claimed, take_over
+from tokenmill.queued_work.lifecycle import Claim, claim, claim_in_turn, fail, latest_claim, run_claimed
 from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.queued_work.progress import PeakMemory, Reporter
-from tokenmill.queued_work.scheduling import TRAINING, Wake, claim_next, wake_team_of
+from tokenmill.queued_work.scheduling import TRAINING, Wake, wake_team_of
 from tokenmill.store import ObjectStore
 from tokenmill.training.counting.distributed import Counting, Helpers
 from tokenmill.training.mixtures import Drawn
@@ -80,14 +80,9 @@ def run_next_job(factory: sessionmaker[Session], store: ObjectStore, job_id: uui
     """What a task message for `job_id` does: take that job over if it fell silent, else start the
     fair next job of any team; returns the status of the job it ran, or "idle". When the job
     ends and its team has queued jobs, `wake` sends a message for the oldest of them."""
-    if take_over(factory, TrainingJob, job_id, limits, claimant) is Claim.CLAIMED:
-        started = job_id
-    else:
-        found = claim_next(factory, TRAINING, limits, claimant, lambda dead: fail(
-            factory, TrainingJob, dead.row_id, WORKER_DIED.format(attempts=dead.attempt - 1)))
-        if found is None:
-            return "idle"  # every team with queued jobs runs its quota: a job that ends sends a message
-        started = found.row_id
+    started = claim_in_turn(factory, TRAINING, job_id, limits, claimant)
+    if started is None:
+        return "idle"
     status = _run(factory, store, started, limits, helpers)
     if wake is not None:
         wake_team_of(factory, TRAINING, started, wake)

@@ -27,6 +27,7 @@ from tokenmill.models import EvaluationRun, Status, TrainingJob
 from tokenmill.queued_work.claims import JOBS, RUNS, Claims, claim_row, in_attempt
 from tokenmill.queued_work.heartbeat import Heartbeat
 from tokenmill.queued_work.limits import WorkLimits
+from tokenmill.queued_work.scheduling import WorkQueue, claim_next
 from tokenmill.store import TRANSIENT_ERRORS
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,19 @@ def _claim_if(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, li
         fail(factory, model, row_id, WORKER_DIED.format(attempts=attempt - 1))
         return Claim.EXHAUSTED
     return Claim.CLAIMED
+
+
+def claim_in_turn(factory: sessionmaker[Session], queue: WorkQueue, row_id: uuid.UUID, limits: WorkLimits,
+                  claimant: str | None = None) -> uuid.UUID | None:
+    """What a task message for `row_id` claims: that row if it fell silent (taken over), else the
+    fair next row of any team (scheduling.py), failing those past their attempts; None when every
+    team with queued work runs its quota (a row that ends sends a message then)."""
+    model: Work = queue.model
+    if take_over(factory, model, row_id, limits, claimant) is Claim.CLAIMED:
+        return row_id
+    found = claim_next(factory, queue, limits, claimant, lambda dead: fail(
+        factory, model, dead.row_id, WORKER_DIED.format(attempts=dead.attempt - 1)))
+    return None if found is None else found.row_id
 
 
 def latest_claim(factory: sessionmaker[Session], model: Work, claimant: str) -> uuid.UUID | None:

@@ -97,7 +97,23 @@ class Corpus(Base):
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
 
 
-class TrainingJob(Base):
+class QueuedWork:
+    """The columns a training job and an evaluation run keep their life in, besides `status` and
+    `attempts` (tokenmill.queued_work.claims reads them): when it was queued, last touched, started
+    and ended, why it failed, which task holds its claim, and when a retry may start."""
+
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # The task (a Celery task id) whose worker holds the current claim.
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    # Queued again after a transient fault: not started before this (tokenmill.queued_work.scheduling).
+    retry_at: Mapped[datetime | None] = mapped_column(Timestamp)
+
+
+class TrainingJob(QueuedWork, Base):
     __tablename__ = "training_jobs"
     __table_args__ = (
         UniqueConstraint("team_id", "idempotency_key"),
@@ -114,19 +130,10 @@ class TrainingJob(Base):
     stage: Mapped[str] = mapped_column(String(50), default="queued")
     progress: Mapped[float] = mapped_column(default=0.0)
     attempts: Mapped[int] = mapped_column(default=0)
-    error: Mapped[str | None] = mapped_column(Text)
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
     # The SHA-256 of the request that made the job: the same key with another body is refused.
     request_sha256: Mapped[str | None] = mapped_column(String(64))
     version: Mapped[int | None]
-    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
-    started_at: Mapped[datetime | None] = mapped_column(Timestamp)
-    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
-    # The task (a Celery task id) whose worker holds the current claim.
-    claimed_by: Mapped[str | None] = mapped_column(String(200))
-    # Queued again after a transient fault: not started before this (tokenmill.queued_work.scheduling).
-    retry_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
 class TokenizerVersion(Base):
@@ -149,7 +156,7 @@ class TokenizerVersion(Base):
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
 
 
-class EvaluationRun(Base):
+class EvaluationRun(QueuedWork, Base):
     """A queued request to evaluate a version or a reference tokenizer on chosen corpora."""
 
     __tablename__ = "evaluation_runs"
@@ -162,15 +169,6 @@ class EvaluationRun(Base):
     corpus_ids: Mapped[list[str]] = mapped_column(Json)
     status: Mapped[str] = mapped_column(String(20), default=Status.QUEUED.value)
     attempts: Mapped[int] = mapped_column(default=0, server_default="0")
-    error: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
-    started_at: Mapped[datetime | None] = mapped_column(Timestamp)
-    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
-    # The task (a Celery task id) whose worker holds the current claim.
-    claimed_by: Mapped[str | None] = mapped_column(String(200))
-    # Queued again after a transient fault: not started before this (tokenmill.queued_work.scheduling).
-    retry_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
 class Evaluation(Base):

@@ -30,7 +30,7 @@ from tokenmill.queued_work.claims import CORPUS_STATISTICS, claim_row, in_attemp
 from tokenmill.queued_work.heartbeat import Heartbeat
 from tokenmill.queued_work.lifecycle import TRANSIENT, WORKER_DIED, unavailable
 from tokenmill.queued_work.limits import WorkLimits
-from tokenmill.queued_work.scheduling import STATISTICS, Claimed, Wake, claim_next, wake_team_of
+from tokenmill.queued_work.scheduling import STATISTICS, Claimed, Wake, claim_in_turn, wake_team_of
 from tokenmill.store import ObjectStore
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ def record_statistics(factory: sessionmaker[Session], store: ObjectStore, corpus
     """Compute and store this corpus's statistics, whatever the turn; False if it is gone, already
     has them (or failed them), or another worker holds a live claim on them (one touched in the
     last `silent_after` seconds: the claim beats like a job's)."""
-    claimed = _claim(factory, corpus_id, limits, claimant, silent_only=False)
+    claimed = _claim(factory, corpus_id, limits, claimant)
     return claimed is not None and _compute(factory, store, claimed, limits)
 
 
@@ -67,8 +67,8 @@ def run_next_statistics(factory: sessionmaker[Session], store: ObjectStore, corp
     """What a task message for `corpus_id` does: take that corpus over if its claim fell silent,
     else compute the fair next corpus of any team; True if statistics were stored. Then, if
     that corpus's team has more waiting, `wake` sends a message for the oldest of them."""
-    claimed = _claim(factory, corpus_id, limits, claimant, silent_only=True) or claim_next(
-        factory, STATISTICS, limits, claimant, lambda dead: _end(factory, dead, WORKER_DIED.format(attempts=dead.attempt - 1)))
+    claimed = claim_in_turn(factory, STATISTICS, corpus_id, limits, claimant,
+                            lambda dead: _end(factory, dead, WORKER_DIED.format(attempts=dead.attempt - 1)))
     if claimed is None:
         return False
     recorded = _compute(factory, store, claimed, limits)
@@ -88,11 +88,11 @@ def abandon_statistics(factory: sessionmaker[Session], claimant: str) -> None:
         _end(factory, Claimed(row.id, row.statistics_attempts), TIME_LIMIT)
 
 
-def _claim(factory: sessionmaker[Session], corpus_id: uuid.UUID, limits: WorkLimits, claimant: str | None,
-           silent_only: bool) -> Claimed | None:
-    """Claim this corpus's statistics if its claim fell silent (or, unless `silent_only`, if
-    nobody holds one), counting the attempt; past its attempts they are failed instead."""
-    attempt = claim_row(factory, CORPUS_STATISTICS, Corpus.id == corpus_id, limits.silent_after, claimant, silent_only)
+def _claim(factory: sessionmaker[Session], corpus_id: uuid.UUID, limits: WorkLimits,
+           claimant: str | None) -> Claimed | None:
+    """Claim this corpus's statistics if nobody holds a claim or its claim fell silent, counting
+    the attempt; past its attempts they are failed instead."""
+    attempt = claim_row(factory, CORPUS_STATISTICS, Corpus.id == corpus_id, limits.silent_after, claimant)
     if attempt is None:
         return None
     claimed = Claimed(corpus_id, attempt)

@@ -24,10 +24,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.db import DATABASE_AWAY, POOL_BUSY, rowcount, transaction, utcnow
 from tokenmill.errors import JobCancelled, TokenmillError, TransientError
 from tokenmill.models import EvaluationRun, Status, TrainingJob
+from tokenmill.queued_work import scheduling
 from tokenmill.queued_work.claims import JOBS, RUNS, Claims, claim_row, in_attempt
 from tokenmill.queued_work.heartbeat import Heartbeat
 from tokenmill.queued_work.limits import WorkLimits
-from tokenmill.queued_work.scheduling import WorkQueue, claim_next
+from tokenmill.queued_work.scheduling import Claimed, WorkQueue
 from tokenmill.store import TRANSIENT_ERRORS
 
 log = logging.getLogger(__name__)
@@ -88,39 +89,28 @@ def stage_of(model: Work, stage: str) -> dict[str, str]:
 
 def claim(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, limits: WorkLimits,
           claimant: str | None = None) -> Claim:
-    """queued → running (or a silent running row taken over), counting the attempt."""
-    return _claim_if(factory, model, row_id, limits, claimant, silent_only=False)
-
-
-def take_over(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, limits: WorkLimits,
-              claimant: str | None = None) -> Claim:
-    """A silent running row taken over (its worker is taken for dead), counting the attempt;
-    a queued row is left to the fair pick (scheduling.py)."""
-    return _claim_if(factory, model, row_id, limits, claimant, silent_only=True)
-
-
-def _claim_if(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, limits: WorkLimits,
-              claimant: str | None, silent_only: bool) -> Claim:
-    attempt = claim_row(factory, claims_of(model), model.id == row_id, limits.silent_after, claimant, silent_only)
+    """queued → running (or a silent running row taken over), counting the attempt, whatever the
+    turn; past its attempts the row is failed instead."""
+    attempt = claim_row(factory, claims_of(model), model.id == row_id, limits.silent_after, claimant)
     if attempt is None:
         return Claim.SKIPPED
     if attempt > limits.max_attempts:
-        fail(factory, model, row_id, WORKER_DIED.format(attempts=attempt - 1))
+        _worker_died(factory, model, Claimed(row_id, attempt))
         return Claim.EXHAUSTED
     return Claim.CLAIMED
 
 
 def claim_in_turn(factory: sessionmaker[Session], queue: WorkQueue, row_id: uuid.UUID, limits: WorkLimits,
                   claimant: str | None = None) -> uuid.UUID | None:
-    """What a task message for `row_id` claims: that row if it fell silent (taken over), else the
-    fair next row of any team (scheduling.py), failing those past their attempts; None when every
-    team with queued work runs its quota (a row that ends sends a message then)."""
+    """scheduling.claim_in_turn for jobs and runs: a row past its attempts is failed."""
     model: Work = queue.model
-    if take_over(factory, model, row_id, limits, claimant) is Claim.CLAIMED:
-        return row_id
-    found = claim_next(factory, queue, limits, claimant, lambda dead: fail(
-        factory, model, dead.row_id, WORKER_DIED.format(attempts=dead.attempt - 1)))
-    return None if found is None else found.row_id
+    claimed = scheduling.claim_in_turn(factory, queue, row_id, limits, claimant,
+                                       lambda dead: _worker_died(factory, model, dead))
+    return None if claimed is None else claimed.row_id
+
+
+def _worker_died(factory: sessionmaker[Session], model: Work, dead: Claimed) -> None:
+    fail(factory, model, dead.row_id, WORKER_DIED.format(attempts=dead.attempt - 1))
 
 
 def latest_claim(factory: sessionmaker[Session], model: Work, claimant: str) -> uuid.UUID | None:

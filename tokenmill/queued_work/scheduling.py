@@ -21,7 +21,7 @@ SQLite (embedded mode), which writes one statement at a time, the conditional up
 the guard: it claims only a row still queued, of a team still below its quota.
 
 Deliberately not here: weights or priorities between teams, and preemption (a running row keeps
-its slot to its end); a silent row is taken over by its own message (lifecycle.take_over).
+its slot to its end); a silent row is taken over by its own message (`claim_in_turn`).
 """
 
 import uuid
@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from tokenmill.db import transaction, utcnow
 from tokenmill.models import Team, TeamQuota
-from tokenmill.queued_work.claims import CORPUS_STATISTICS, JOBS, RUNS, Claims, Rows
+from tokenmill.queued_work.claims import CORPUS_STATISTICS, JOBS, RUNS, Claims, Rows, claim_row
 from tokenmill.queued_work.limits import WorkLimits
 
 Wake = Callable[[uuid.UUID], None]  # sends a task message for a queued row
@@ -76,6 +76,20 @@ EVALUATION = _status_queue(RUNS)
 STATISTICS = WorkQueue(CORPUS_STATISTICS, due=lambda rows, now: true(),
                        running=lambda rows, cutoff: CORPUS_STATISTICS.held(rows) & (rows.statistics_claimed_at >= cutoff),
                        served=lambda rows: rows.statistics_claimed_at)
+
+
+def claim_in_turn(factory: sessionmaker[Session], queue: WorkQueue, row_id: uuid.UUID, limits: WorkLimits,
+                  claimant: str | None, exhausted: Callable[[Claimed], object]) -> Claimed | None:
+    """What a task message for `row_id` claims: that row if its claim fell silent (taken over),
+    else the fair next row of any team; a row claimed past its attempts goes to `exhausted` (to
+    be failed). None when every team with queued work runs its quota (a row that ends sends a
+    message then)."""
+    attempt = claim_row(factory, queue.claims, queue.model.id == row_id, limits.silent_after, claimant, silent_only=True)
+    if attempt is not None:
+        if attempt <= limits.max_attempts:
+            return Claimed(row_id, attempt)
+        exhausted(Claimed(row_id, attempt))
+    return claim_next(factory, queue, limits, claimant, exhausted)
 
 
 def claim_next(factory: sessionmaker[Session], queue: WorkQueue, limits: WorkLimits, claimant: str | None = None,

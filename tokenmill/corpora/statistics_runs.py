@@ -26,11 +26,11 @@ from tokenmill.corpora.reading import corpus_documents
 from tokenmill.corpora.statistics import CorpusStatistics
 from tokenmill.db import rowcount, transaction
 from tokenmill.models import Corpus
-from tokenmill.queued_work.claims import CORPUS_STATISTICS, claim_row, in_attempt
+from tokenmill.queued_work.claims import CORPUS_STATISTICS, Claimed, claim_by_id, in_attempt
 from tokenmill.queued_work.heartbeat import Heartbeat
 from tokenmill.queued_work.lifecycle import TRANSIENT, WORKER_DIED, unavailable
 from tokenmill.queued_work.limits import WorkLimits
-from tokenmill.queued_work.scheduling import STATISTICS, Claimed, Wake, claim_in_turn, wake_team_of
+from tokenmill.queued_work.scheduling import STATISTICS, Wake, claim_in_turn, wake_team_of
 from tokenmill.store import ObjectStore
 
 log = logging.getLogger(__name__)
@@ -67,8 +67,7 @@ def run_next_statistics(factory: sessionmaker[Session], store: ObjectStore, corp
     """What a task message for `corpus_id` does: take that corpus over if its claim fell silent,
     else compute the fair next corpus of any team; True if statistics were stored. Then, if
     that corpus's team has more waiting, `wake` sends a message for the oldest of them."""
-    claimed = claim_in_turn(factory, STATISTICS, corpus_id, limits, claimant,
-                            lambda dead: _end(factory, dead, WORKER_DIED.format(attempts=dead.attempt - 1)))
+    claimed = claim_in_turn(factory, STATISTICS, corpus_id, limits, claimant, lambda dead: _worker_died(factory, dead))
     if claimed is None:
         return False
     recorded = _compute(factory, store, claimed, limits)
@@ -92,14 +91,8 @@ def _claim(factory: sessionmaker[Session], corpus_id: uuid.UUID, limits: WorkLim
            claimant: str | None) -> Claimed | None:
     """Claim this corpus's statistics if nobody holds a claim or its claim fell silent, counting
     the attempt; past its attempts they are failed instead."""
-    attempt = claim_row(factory, CORPUS_STATISTICS, Corpus.id == corpus_id, limits.silent_after, claimant)
-    if attempt is None:
-        return None
-    claimed = Claimed(corpus_id, attempt)
-    if attempt > limits.max_attempts:
-        _end(factory, claimed, WORKER_DIED.format(attempts=attempt - 1))
-        return None
-    return claimed
+    return claim_by_id(factory, CORPUS_STATISTICS, corpus_id, limits.max_attempts, limits.silent_after, claimant,
+                       lambda dead: _worker_died(factory, dead))
 
 
 def _ours(claimed: Claimed) -> ColumnElement[bool]:
@@ -175,3 +168,7 @@ def _end(factory: sessionmaker[Session], claimed: Claimed, message: str) -> None
     """The statistics will not be computed: say why (the corpus itself stays usable)."""
     with transaction(factory) as session:
         session.execute(update(Corpus).where(_ours(claimed)).values(statistics_error=message[:4000]))
+
+
+def _worker_died(factory: sessionmaker[Session], dead: Claimed) -> None:
+    _end(factory, dead, WORKER_DIED.format(attempts=dead.attempt - 1))

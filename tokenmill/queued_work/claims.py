@@ -23,7 +23,7 @@ scheduling.py's.
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, func, select, true, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -33,6 +33,11 @@ from tokenmill.models import Corpus, CountPart, EvaluationRun, Status, TrainingJ
 
 # The claim predicates take the table (or an alias of it).
 Rows = Any
+
+
+class Claimed(NamedTuple):
+    row_id: Any
+    attempt: int
 
 
 @dataclass(frozen=True)
@@ -105,7 +110,7 @@ def silence_cutoff(silent_after: float, now: datetime | None = None) -> datetime
 
 
 def claim_row(factory: sessionmaker[Session], claims: Claims, row: ColumnElement[bool], silent_after: float,
-          claimant: str | None = None, silent_only: bool = False) -> int | None:
+              claimant: str | None = None, silent_only: bool = False) -> int | None:
     """Claim the row `row` selects if it waits (unless `silent_only`) or its claim fell silent,
     counting the attempt; returns the attempt, or None if it was not claimable."""
     now = utcnow()
@@ -116,6 +121,20 @@ def claim_row(factory: sessionmaker[Session], claims: Claims, row: ColumnElement
             update(table).where(row, claimable).values(claims.claimed(now, claimant)).returning(claims.attempts(table))
         ).scalar()
     return attempt
+
+
+def claim_by_id(factory: sessionmaker[Session], claims: Claims, row_id: Any, max_attempts: int, silent_after: float,
+                claimant: str | None, exhausted: Callable[[Claimed], object], silent_only: bool = False) -> Claimed | None:
+    """`claim_row` of the row with this id; a claim past `max_attempts` goes to `exhausted` (to end
+    the work) instead, and None is returned, as when the row was not claimable."""
+    attempt = claim_row(factory, claims, claims.model.id == row_id, silent_after, claimant, silent_only)
+    if attempt is None:
+        return None
+    claimed = Claimed(row_id, attempt)
+    if attempt > max_attempts:
+        exhausted(claimed)
+        return None
+    return claimed
 
 
 def in_attempt(claims: Claims, row: ColumnElement[bool], attempt: int | None = None) -> ColumnElement[bool]:

@@ -56,14 +56,14 @@ def claim_part(factory: sessionmaker[Session], job_id: uuid.UUID, attempt: int, 
             ).order_by(CountPart.part).limit(1))
         if part is None:
             return None
-        claims = claim_row(factory, COUNT_PARTS, of_attempt & (CountPart.part == part) & job_runs, limits.silent_after)
-        if claims is None:
+        number = claim_row(factory, COUNT_PARTS, of_attempt & (CountPart.part == part) & job_runs, limits.silent_after)
+        if number is None:
             continue  # another worker took it first
         with factory() as session:
             row = session.get(CountPart, (job_id, attempt, part))
             if row is not None:
                 session.expunge(row)
-        if row is not None and row.claims == claims:
+        if row is not None and row.claims == number:
             return row
         # Planned again by a take-over, or claimed again meanwhile: the next pass says which.
 
@@ -77,9 +77,10 @@ def part_heartbeat(factory: sessionmaker[Session], row: CountPart, limits: WorkL
 
     def touch(session: Session) -> bool:
         nonlocal last
-        if counted() == last:
+        now = counted()
+        if now == last:
             return True  # stalled: no beat, though the claim is still ours
-        last = counted()
+        last = now
         return beat(session, COUNT_PARTS, the_part(row), row.claims)
 
     return Heartbeat(factory, touch, limits)

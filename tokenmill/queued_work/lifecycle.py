@@ -3,9 +3,10 @@
 A row is the truth; a task only carries an id. A worker *claims* a row (queued → running, or
 running but silent for `silent_after` seconds, whose worker is taken for dead: claims.py),
 keeps it alive with a *heartbeat* while it works (heartbeat.py), and ends it as succeeded,
-failed, cancelled, or queued again for a retry. A row whose attempts are used up is failed at its next claim, never run again. Once the claim is no longer its
-own (cancelled, failed, or taken over), the work stops within seconds: it notices at its
-next progress report, or else the heartbeat ends the worker process.
+failed, cancelled, or queued again for a retry. A row whose attempts are used up is failed at
+its next claim, never run again. Once the claim is no longer its own (cancelled, failed, or
+taken over), the work stops within seconds: it notices at its next progress report, or else
+the heartbeat ends the worker process.
 
 Deliberately not here: what the work is (pipeline.py, evaluation/submission.py), which queued row a
 worker starts (scheduling.py) and the periodic pass that finds silent rows when no delivery
@@ -25,10 +26,10 @@ from tokenmill.db import DATABASE_AWAY, POOL_BUSY, rowcount, transaction, utcnow
 from tokenmill.errors import JobCancelled, TokenmillError, TransientError
 from tokenmill.models import EvaluationRun, Status, TrainingJob
 from tokenmill.queued_work import scheduling
-from tokenmill.queued_work.claims import JOBS, RUNS, Claims, claim_row, in_attempt
+from tokenmill.queued_work.claims import JOBS, RUNS, Claimed, Claims, claim_by_id, in_attempt
 from tokenmill.queued_work.heartbeat import Heartbeat
 from tokenmill.queued_work.limits import WorkLimits
-from tokenmill.queued_work.scheduling import Claimed, WorkQueue
+from tokenmill.queued_work.scheduling import WorkQueue
 from tokenmill.store import TRANSIENT_ERRORS
 
 log = logging.getLogger(__name__)
@@ -91,13 +92,16 @@ def claim(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, limits
           claimant: str | None = None) -> Claim:
     """queued → running (or a silent running row taken over), counting the attempt, whatever the
     turn; past its attempts the row is failed instead."""
-    attempt = claim_row(factory, claims_of(model), model.id == row_id, limits.silent_after, claimant)
-    if attempt is None:
-        return Claim.SKIPPED
-    if attempt > limits.max_attempts:
-        _worker_died(factory, model, Claimed(row_id, attempt))
-        return Claim.EXHAUSTED
-    return Claim.CLAIMED
+    exhausted: list[Claimed] = []
+
+    def worker_died(dead: Claimed) -> None:
+        exhausted.append(dead)
+        _worker_died(factory, model, dead)
+
+    if claim_by_id(factory, claims_of(model), row_id, limits.max_attempts, limits.silent_after, claimant,
+                   worker_died) is not None:
+        return Claim.CLAIMED
+    return Claim.EXHAUSTED if exhausted else Claim.SKIPPED
 
 
 def claim_in_turn(factory: sessionmaker[Session], queue: WorkQueue, row_id: uuid.UUID, limits: WorkLimits,

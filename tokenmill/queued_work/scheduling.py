@@ -28,22 +28,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import ColumnElement, case, func, select, true, update
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from tokenmill.db import transaction, utcnow
 from tokenmill.models import Team, TeamQuota
-from tokenmill.queued_work.claims import CORPUS_STATISTICS, JOBS, RUNS, Claims, Rows, claim_row
+from tokenmill.queued_work.claims import CORPUS_STATISTICS, JOBS, RUNS, Claimed, Claims, Rows, claim_by_id
 from tokenmill.queued_work.limits import WorkLimits
 
 Wake = Callable[[uuid.UUID], None]  # sends a task message for a queued row
 
-
-class Claimed(NamedTuple):
-    row_id: uuid.UUID
-    attempt: int
 
 
 @dataclass(frozen=True)
@@ -84,12 +80,9 @@ def claim_in_turn(factory: sessionmaker[Session], queue: WorkQueue, row_id: uuid
     else the fair next row of any team; a row claimed past its attempts goes to `exhausted` (to
     be failed). None when every team with queued work runs its quota (a row that ends sends a
     message then)."""
-    attempt = claim_row(factory, queue.claims, queue.model.id == row_id, limits.silent_after, claimant, silent_only=True)
-    if attempt is not None:
-        if attempt <= limits.max_attempts:
-            return Claimed(row_id, attempt)
-        exhausted(Claimed(row_id, attempt))
-    return claim_next(factory, queue, limits, claimant, exhausted)
+    return (claim_by_id(factory, queue.claims, row_id, limits.max_attempts, limits.silent_after, claimant, exhausted,
+                        silent_only=True)
+            or claim_next(factory, queue, limits, claimant, exhausted))
 
 
 def claim_next(factory: sessionmaker[Session], queue: WorkQueue, limits: WorkLimits, claimant: str | None = None,
@@ -98,13 +91,13 @@ def claim_next(factory: sessionmaker[Session], queue: WorkQueue, limits: WorkLim
     queued work is below its quota. A row claimed past its attempts goes to `exhausted` (to be
     failed), and the next one is claimed instead."""
     while True:
-        claimed = _claim_in_turn(factory, queue, limits, claimant)
+        claimed = _claim_fairly(factory, queue, limits, claimant)
         if claimed is None or claimed.attempt <= limits.max_attempts or exhausted is None:
             return claimed
         exhausted(claimed)
 
 
-def _claim_in_turn(factory: sessionmaker[Session], queue: WorkQueue, limits: WorkLimits,
+def _claim_fairly(factory: sessionmaker[Session], queue: WorkQueue, limits: WorkLimits,
                    claimant: str | None) -> Claimed | None:
     now = utcnow()
     with factory() as session:

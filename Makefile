@@ -21,9 +21,13 @@ $(STAMP): pyproject.toml requirements.lock requirements-refs.txt
 up: install
 	$(BIN)/tokenmill up
 
-# CI's command (README): the whole suite, then the kernels without the JIT; the slowest 25 tests are listed at the end.
+# CI's command (README): the whole suite on two processes (each with its own database, Redis, S3
+# server and stack; tests/conftest.py orders the suites for it), then the noisy-neighbour suite
+# alone (it measures another team's latency, which a second process would disturb), then the
+# kernels without the JIT. The slowest 25 tests are listed after the first.
 test: install lint
-	$(BIN)/python -m pytest --durations=25
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --ignore=tests/neighbours --durations=25
+	$(BIN)/python -m pytest tests/neighbours
 	$(MAKE) test-kernels-nojit
 
 lint: install

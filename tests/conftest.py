@@ -12,6 +12,24 @@ from tokenmill.settings import Settings
 from tokenmill.store import open_store
 from tokenmill.teams import create_team
 
+# The suites in the order they run. The API and integration tests submit work that nothing runs and
+# leave it queued in the run's database, where a stack's worker would start it, in turn, before its
+# own; so every suite that runs a worker (faults, browser, e2e) comes after them, and each stack
+# settles what it finds left (tests/stack.py). The fault tests, one long file, go before the
+# browser and e2e files so that those fill the other process meanwhile. With pytest-xdist each
+# process keeps this order among the files it is given (`make test` runs `-n 2 --dist loadfile
+# --no-loadscope-reorder`: xdist would otherwise hand out the largest files first).
+SUITE_ORDER = ("unit", "api", "integration", "faults", "browser", "e2e", "neighbours")
+
+
+def pytest_collection_modifyitems(config, items):
+    def suite(item) -> int:
+        parts = item.nodeid.split("/")
+        name = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
+        return SUITE_ORDER.index(name) if name in SUITE_ORDER else len(SUITE_ORDER)
+
+    items.sort(key=suite)  # stable: each suite keeps its own order
+
 
 @pytest.fixture(scope="session")
 def database_url():

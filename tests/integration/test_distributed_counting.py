@@ -1,6 +1,7 @@
 """Distributed counting (`counting: distributed`) on PostgreSQL and S3: parts counted by several
 workers give the files one worker gives, and a rustbpe job the files of its streamed run."""
 
+import base64
 import random
 import subprocess
 import sys
@@ -234,13 +235,16 @@ def test_a_custom_regex_too_slow_on_a_document_of_a_part_fails_the_job_naming_it
     assert time.monotonic() - started < WITHIN
 
 
+def _latest_lineage(sessionmaker, team) -> dict:
+    with sessionmaker() as session:
+        return session.scalars(select(TokenizerVersion.lineage).where(TokenizerVersion.name.like("counted-%"),
+                                                                      TokenizerVersion.team_id == team.id)
+                               .order_by(TokenizerVersion.created_at.desc()).limit(1)).one()
+
+
 def _training_data(sessionmaker, store, team, corpora, spec, helpers=None) -> tuple[dict[str, bytes], dict]:
     files = _trained(sessionmaker, store, team, corpora, spec, helpers)
-    with sessionmaker() as session:
-        version = session.scalars(select(TokenizerVersion).where(TokenizerVersion.name.like("counted-%"),
-                                                                 TokenizerVersion.team_id == team.id)
-                                  .order_by(TokenizerVersion.created_at.desc()).limit(1)).one()
-    return files, version.lineage["training_data"]
+    return files, _latest_lineage(sessionmaker, team)["training_data"]
 
 
 def test_deduplicated_counting_in_parts_makes_the_files_of_its_streamed_run(sessionmaker, store, team_and_corpora):
@@ -291,3 +295,28 @@ def _training_data_of(sessionmaker, store, team, corpora, spec) -> tuple[dict[st
     if version.lineage["pruned"]["raised"]:
         assert any("to fit the job's memory" in note for note in notes), notes
     return _files(sessionmaker, store, job_id), version.lineage
+
+
+SUPERWORD = {"library": "tokenmill", "vocab_size": 700, "superword": {"transition_vocab_size": 500}}
+
+
+def test_superword_stages_counted_in_parts_by_several_workers_make_the_files_of_its_streamed_run(
+        sessionmaker, store, team_and_corpora):
+    # Each part is counted once into both stages' spills (the regex's pieces, the spans across
+    # whitespace); stage 1 learns from the merged pieces, stage 2 from the merged spans.
+    team, corpora = team_and_corpora
+    streamed = _trained(sessionmaker, store, team, corpora, SUPERWORD)
+    streamed_lineage = _latest_lineage(sessionmaker, team)
+    started: list[threading.Thread] = []
+    outcomes: list = []
+    helpers = Helpers(dispatch=_helping(sessionmaker, store, 2, started, outcomes), count=2, part_bytes=3000)
+    counted = _trained(sessionmaker, store, team, corpora, {**SUPERWORD, "counting": "distributed"}, helpers)
+    for thread in started:
+        thread.join(30)
+    assert len(started) == 2 and all(isinstance(outcome, int) for outcome in outcomes), outcomes
+    superword = _latest_lineage(sessionmaker, team)["superword"]
+    assert superword["merges_added"] > 0 and superword["spans"] == streamed_lineage["superword"]["spans"]
+    assert superword["stage1_pruned"]["pieces_dropped"] == 0
+    ranks = [base64.b64decode(line.split()[0]) for line in counted["tokenizer.tiktoken"].splitlines()]
+    assert any(b" " in token.strip(b" ") for token in ranks[500:]), "no merge crossed a space"
+    assert counted == streamed

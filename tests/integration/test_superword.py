@@ -10,7 +10,8 @@ from tokenizers import Tokenizer
 from tests.conftest import make_team
 from tests.text import flores_lines
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
-from tokenmill.jobs.extension import SUPERWORD_SPLIT, superword_files
+from tokenmill.jobs.extension import superword_files
+from tokenmill.training.patterns import SUPERWORD_SPLIT
 from tokenmill.training.spec import resolve_spec
 
 SPEC = {"library": "tokenmill", "vocab_size": 1400, "superword": {"transition_vocab_size": 1000}}

@@ -56,7 +56,7 @@ def test_the_files_load_everywhere_with_the_same_ids(tmp_path):
 def test_pieces_counted_by_the_counting_children_are_those_a_regex_finds():
     import regex
 
-    from tokenmill.jobs.extension import SUPERWORD_SPLIT
+    from tokenmill.training.patterns import SUPERWORD_SPLIT
 
     texts = HINDI[:200] + [line.upper() for line in HINDI[:50]]
     for pattern, floor in ((load_reference("gpt2")._pat_str, 1), (SUPERWORD_SPLIT, 2)):
@@ -68,7 +68,7 @@ def test_pieces_counted_by_the_counting_children_are_those_a_regex_finds():
 
 
 def test_spans_past_the_budget_keep_those_seen_at_least_the_threshold_reached_and_say_so():
-    from tokenmill.jobs.extension import SUPERWORD_SPLIT
+    from tokenmill.training.patterns import SUPERWORD_SPLIT
 
     texts = HINDI[:300]
     everything, _ = piece_counts(texts, SUPERWORD_SPLIT, 2, processes=2)

@@ -17,6 +17,7 @@ Deliberately not handled: sentencepiece bases (appending pieces with scores), Wo
 Unigram bases, and filling a base's reserved special tokens.
 """
 
+import json
 import uuid
 from array import array
 from collections.abc import Iterable, Iterator
@@ -34,11 +35,15 @@ from tokenmill.jobs.sentencepiece_extension import MODEL_FILE, sentencepiece_spe
 from tokenmill.models import Corpus, Team, TokenizerVersion
 from tokenmill.queued_work.progress import Report
 from tokenmill.store import ObjectStore
-from tokenmill.training.counting.merge import Counts, Pruned, fitted
+from tokenmill.training.counting.distributed import PIECES, SPANS, Counting, count_in_parts, forget_counts
+from tokenmill.training.counting.merge import Counts, Pruned, fitted, learner_budget
 from tokenmill.training.export import TIKTOKEN_FILE, manifest_of, sha256
 from tokenmill.training.merge_learner import added_up, learn_merges_from
+from tokenmill.training.mixtures import Drawn
+from tokenmill.training.patterns import SUPERWORD_SPLIT
 from tokenmill.training.spec import BaseSpec, TrainingSpec
-from tokenmill.training.version_files import TrainedFiles
+from tokenmill.training.version_files import TrainedFiles, train_version_files, training_texts, version_contents
+from tokenmill.training.with_tokenmill import learned_from_counts
 from tokenmill.versions.import_formats import imported_files
 from tokenmill.versions.registry import get_version, version_file
 
@@ -96,8 +101,6 @@ def load_base(factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.
 
 
 def _version_encoding(store: ObjectStore, row: TokenizerVersion) -> tiktoken.Encoding:
-    import json
-
     manifest = json.loads(store.get_bytes(version_file(row, "manifest.json")["key"]))["tiktoken"]
     ranks = parse_rank_file(store.get_bytes(version_file(row, TIKTOKEN_FILE)["key"]))
     return tiktoken.Encoding(f"{row.name}-v{row.version}", pat_str=manifest["pat_str"], mergeable_ranks=ranks,
@@ -171,43 +174,61 @@ def extension_files(spec: TrainingSpec, base: Base, texts: Iterable[str], report
                         vocab_size=imported.vocab_size)
 
 
-# SuperBPE's second stage reads spans between punctuation and newlines, spaces kept inside them.
-SUPERWORD_SPLIT = r"[^\r\n\p{P}\p{S}]+|[\p{P}\p{S}]+|[\r\n]+"
-
-
 def superword_files(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], report: Report,
-                    lineage: dict[str, Any], regex_seconds: float, budget: int | None = None) -> TrainedFiles:
+                    lineage: dict[str, Any], regex_seconds: float, budget: int | None = None,
+                    counting: Counting | None = None) -> TrainedFiles:
     """SuperBPE: the merges up to `transition_vocab_size` as a plain job learns them (stage 1),
     then merges across whitespace learned on the spans of SUPERWORD_SPLIT, each first segmented
     by stage 1's tokenizer; spans seen fewer than max(2, min_frequency) times are left out, and
     more if the rest would not fit `budget` bytes of the learner's memory (the threshold reached
     goes into the lineage's `pruned`, and the version's notes). Every stage-1 token keeps its id;
-    the files split text by the spans' regex."""
-    import json
-
-    from tokenmill.training.mixtures import Drawn
-    from tokenmill.training.version_files import train_version_files, training_texts
-
+    the files split text by the spans' regex. With `counting: distributed` both stages' counts
+    come from one pass of the parts on every worker that helps (`counting` coordinates them)."""
     assert spec.superword is not None
     first = spec.model_copy(update={"vocab_size": spec.superword.transition_vocab_size, "superword": None})
-    stage1 = train_version_files(first, store, corpora, lambda stage, done, force=False: report(
-        stage, 0.5 * done, force=force), lineage, regex_seconds=regex_seconds)
-    tiktoken_info = json.loads(stage1.files["manifest.json"])["tiktoken"]
+    floor = max(2, spec.min_frequency)
+    if spec.counting == "distributed":
+        if counting is None:
+            raise ValueError("a spec with counting 'distributed' trains inside a job (it needs its parts' rows)")
+        stage1, spans, pruned = _counted_in_parts(spec, first, store, corpora, counting, report, lineage,
+                                                  regex_seconds, floor, budget)
+    else:
+        stage1 = train_version_files(first, store, corpora, lambda stage, done, force=False: report(
+            stage, 0.5 * done, force=force), lineage, regex_seconds=regex_seconds).files
+        report("counting spans", 0.5, force=True)
+        texts = training_texts(store, corpora, drawn=Drawn.of(spec, corpora, lineage))
+        spans, pruned = piece_counts(texts, SUPERWORD_SPLIT, floor=floor, budget=budget)
+    tiktoken_info = json.loads(stage1["manifest.json"])["tiktoken"]
     encoding = tiktoken.Encoding("stage1", pat_str=tiktoken_info["pat_str"],
-                                 mergeable_ranks=parse_rank_file(stage1.files[TIKTOKEN_FILE]),
+                                 mergeable_ranks=parse_rank_file(stage1[TIKTOKEN_FILE]),
                                  special_tokens=tiktoken_info["special_tokens"])
-    base = Base(encoding, "stage 1")
-    report("counting spans", 0.5, force=True)
-    texts = training_texts(store, corpora, drawn=Drawn.of(spec, corpora, lineage))
-    spans, pruned = piece_counts(texts, SUPERWORD_SPLIT, floor=max(2, spec.min_frequency), budget=budget)
     lineage["pruned"] = pruned.record()
     report("training superwords", 0.65, force=True)
-    ranks, added = extended_ranks(base, spans, spec.vocab_size - stage1.vocab_size)
+    ranks, added = extended_ranks(Base(encoding, "stage 1"), spans, spec.vocab_size - first.vocab_size)
     report("exporting", 0.82, force=True)
     imported = imported_files(rank_file(ranks), SUPERWORD_SPLIT, dict(encoding._special_tokens))
-    lineage["superword"] = {"transition_vocab_size": stage1.vocab_size, "merges_added": added, "spans": pruned.kept,
-                            "split": SUPERWORD_SPLIT, "stage1_split": encoding._pat_str}
+    lineage["superword"] = {**lineage.get("superword", {}), "transition_vocab_size": first.vocab_size,
+                            "merges_added": added, "spans": pruned.kept, "split": SUPERWORD_SPLIT,
+                            "stage1_split": encoding._pat_str}
     files = dict(imported.files)
     files["manifest.json"] = manifest_of(spec.model_dump(), lineage, files, imported.tiktoken)
     return TrainedFiles(files=files, hashes={name: sha256(data) for name, data in files.items()},
                         vocab_size=imported.vocab_size)
+
+
+def _counted_in_parts(spec: TrainingSpec, first: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
+                      counting: Counting, report: Report, lineage: dict[str, Any], regex_seconds: float,
+                      floor: int, budget: int | None) -> tuple[dict[str, bytes], Counts, Pruned]:
+    # Every part counted once into both stages' spills; stage 1 learned from its merged pieces
+    # (what that pruned goes into the lineage's superword record), then the spans merged.
+    spilled = count_in_parts(spec, store, corpora, counting, report, regex_seconds, Drawn.of(spec, corpora, lineage))
+    report("merging counts", 0.4, force=True)
+    pieces, pruned = spilled.merged(PIECES, first.min_frequency, learner_budget(counting.limits.max_memory))
+    lineage["superword"] = {"stage1_pruned": pruned.record()}
+    tokenizer = learned_from_counts(first, pieces)
+    del pieces
+    stage1 = version_contents(first, tokenizer, {}, lineage)
+    report("merging spans", 0.55, force=True)
+    spans, pruned = spilled.merged(SPANS, floor, budget)
+    forget_counts(store, counting)
+    return stage1, spans, pruned

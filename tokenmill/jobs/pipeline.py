@@ -134,7 +134,7 @@ def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job:
             from tokenmill.training.counting.merge import learner_budget
 
             trained = superword_files(spec, store, corpora, report, info, limits.regex_seconds,
-                                      learner_budget(limits.max_memory))
+                                      learner_budget(limits.max_memory), counting)
         else:
             trained = train_version_files(spec, store, corpora, report, info, counting,
                                           regex_seconds=limits.regex_seconds)

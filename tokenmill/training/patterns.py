@@ -34,3 +34,7 @@ PATTERNS = {
     "cl100k": CL100K_PAT_STR.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}"),
     "o200k": O200K_PAT_STR,
 }
+
+# SuperBPE's second stage (spec `superword`) reads spans between punctuation and newlines, spaces
+# kept inside them; the superword version's files split text by it.
+SUPERWORD_SPLIT = r"[^\r\n\p{P}\p{S}]+|[\p{P}\p{S}]+|[\r\n]+"

@@ -417,9 +417,8 @@ def _check_superword(spec: TrainingSpec) -> None:
     assert spec.superword is not None
     if spec.library != "tokenmill" or spec.algorithm != "bpe" or not spec.byte_level:
         _refuse("superword", "superword merges are learned by tokenmill's rule on byte-level bpe: set library 'tokenmill'")
-    if spec.normalization != "none" or spec.lowercase or spec.split_digits or spec.counting != "streamed":
-        _refuse("superword", "superword versions are read by tiktoken too: no normalization, lowercase, split_digits "
-                             "or distributed counting")
+    if spec.normalization != "none" or spec.lowercase or spec.split_digits:
+        _refuse("superword", "superword versions are read by tiktoken too: no normalization, lowercase or split_digits")
     if not spec.superword.transition_vocab_size < spec.vocab_size:
         _refuse("superword", f"transition_vocab_size must be below vocab_size ({spec.vocab_size})")
 

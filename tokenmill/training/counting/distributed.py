@@ -55,9 +55,10 @@ from tokenmill.queued_work.progress import Report
 from tokenmill.settings import COUNT_PART_BYTES
 from tokenmill.store import ObjectStore
 from tokenmill.training.counting import spills
-from tokenmill.training.counting.merge import Counts, gathered, learner_budget
+from tokenmill.training.counting.merge import Counts, Pruned, gathered, learner_budget
 from tokenmill.training.counting.parts import Part, part_documents, plan, splitter
 from tokenmill.training.mixtures import Drawn, repeated_positions, without_positions
+from tokenmill.training.patterns import SUPERWORD_SPLIT
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
 from tokenmill.training.spec import TrainingSpec
 
@@ -95,11 +96,55 @@ def counts_prefix(prefix: str, attempt: int | None = None) -> str:
 def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], counting: Counting,
                   report: Report, lineage: dict[str, Any], regex_seconds: float = REGEX_DOCUMENT_SECONDS,
                   drawn: Drawn | None = None) -> tuple[Tokenizer, dict[str, bytes]]:
-    """Count the corpora in parts on every worker that helps, then learn from the merged counts
-    (a custom regex may take at most `regex_seconds` on one document here; helpers have their own).
-    A mixture's rates weigh each part's counts (`drawn`); a corpus of rate 0 is not counted.
-    The merged counts are kept within the job's memory (tokenmill.training.counting.merge), what that
+    """Count the corpora in parts on every worker that helps (`count_in_parts`), then learn from
+    the merged counts, kept within the job's memory (tokenmill.training.counting.merge), what that
     left out recorded in `lineage` as `pruned`."""
+    spilled = count_in_parts(spec, store, corpora, counting, report, regex_seconds, drawn)
+    report("merging counts", 0.5, force=True)
+    arrays, pruned = spilled.merged(PIECES, spec.min_frequency, learner_budget(counting.limits.max_memory))
+    lineage["pruned"] = pruned.record()
+    result = _learn(spec, arrays, report)
+    del arrays
+    log.info("job %s: learned from the merged counts (this process holds %d MiB)", counting.job_id,
+             psutil.Process().memory_info().rss >> 20)
+    forget_counts(store, counting)
+    return result
+
+
+# What a part's spills hold, as the suffix of their keys: the spec's pieces, and for a superword
+# spec (SuperBPE) the spans of its second stage as well (tokenmill.training.patterns.SUPERWORD_SPLIT).
+PIECES = ""
+SPANS = "-spans"
+
+
+@dataclass(frozen=True)
+class Spilled:
+    """The spills of every part of a job's attempt, in part order, with each part's weight."""
+
+    store: ObjectStore
+    job_id: uuid.UUID
+    keys: list[str]
+    weights: list[float]
+
+    def merged(self, kind: str, min_count: int, budget: int | None) -> tuple[Counts, Pruned]:
+        """The parts' counts of one kind (PIECES or SPANS) added up in one streaming pass, those
+        seen fewer than `min_count` times left out, and more if the rest would not fit `budget`."""
+        counted = spills.merged([spills.weighted(spills.records(self.store.iter_chunks(key + kind, spills.SPILL_READ)),
+                                                 weight) for key, weight in zip(self.keys, self.weights, strict=True)])
+        arrays, pruned = gathered(counted, min_count, budget)
+        if pruned.raised:
+            log.warning("job %s: the merged counts kept pieces seen %d times or more to fit the job's memory "
+                        "(%d distinct pieces dropped)", self.job_id, pruned.threshold, pruned.dropped)
+        return arrays, pruned
+
+
+def count_in_parts(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus], counting: Counting,
+                   report: Report, regex_seconds: float = REGEX_DOCUMENT_SECONDS,
+                   drawn: Drawn | None = None) -> Spilled:
+    """Cut the corpora into parts, send helpers, count parts here too until every part is
+    counted, and return their spills (a custom regex may take at most `regex_seconds` on one
+    document here; helpers have their own). A mixture's rates weigh each part's counts
+    (`drawn`); a corpus of rate 0 is not counted. `forget_counts` deletes the parts and spills."""
     helpers = counting.helpers
     if drawn is not None:
         corpora = [corpus for corpus, rate in zip(corpora, drawn.weights(corpora)) if rate > 0]
@@ -116,27 +161,19 @@ def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
     keys = _count_all(spec, store, counting, len(parts), report, regex_seconds)
     log.info("job %s: %d parts counted, merging their counts (this process holds %d MiB)", counting.job_id, len(parts),
              psutil.Process().memory_info().rss >> 20)
-    report("merging counts", 0.5, force=True)
     weights = drawn.weights(part.corpus for part in parts) if drawn is not None else [1.0] * len(parts)
-    counted = spills.merged([spills.weighted(spills.records(store.iter_chunks(key, spills.SPILL_READ)), weight)
-                             for key, weight in zip(keys, weights)])
-    arrays, pruned = gathered(counted, spec.min_frequency, learner_budget(counting.limits.max_memory))
-    lineage["pruned"] = pruned.record()
-    if pruned.raised:
-        log.warning("job %s: the merged counts kept pieces seen %d times or more to fit the job's memory "
-                    "(%d distinct pieces dropped)", counting.job_id, pruned.threshold, pruned.dropped)
     if drawn is not None:
         for corpus in corpora:
             drawn.weighed(corpus)
         drawn.end()
-    result = _learn(spec, arrays, report)
-    del arrays
-    log.info("job %s: learned from the merged counts (this process holds %d MiB)", counting.job_id,
-             psutil.Process().memory_info().rss >> 20)
+    return Spilled(store, counting.job_id, keys, weights)
+
+
+def forget_counts(store: ObjectStore, counting: Counting) -> None:
+    """Delete the job's parts and every spill of theirs, once learned from."""
     with transaction(counting.factory) as session:
         forget_parts(session, counting.job_id)
     _drop(store.delete_prefix, counts_prefix(counting.prefix))
-    return result
 
 
 def repeats_key(prefix: str, attempt: int, part: int) -> str:
@@ -159,8 +196,8 @@ def _find_repeats(store: ObjectStore, counting: Counting, parts: list[Part], dra
 
 
 class _Numbered:
-    """Documents, counted as they are read; `alive` (the coordinator's progress report, which
-    notices a cancel) is called every thousand."""
+    """Documents, counted as they are read (across passes, when `documents` is replaced);
+    `alive` (the coordinator's progress report, which notices a cancel) is called every thousand."""
 
     def __init__(self, documents: Iterator[str], alive: Callable[[], None] | None = None) -> None:
         self.documents, self.alive, self.count = documents, alive, 0
@@ -251,36 +288,53 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
             spec = TrainingSpec.model_validate(job.spec)
     from tokenmill.training.splitting.counting import count as count_pieces  # numba: a counting worker's only
 
-    split: spills.Split | None = None  # built at the first claim: the coordinator polls here while it waits
+    splits: list[tuple[str, spills.Split]] = []  # built at the first claim: the coordinator polls here while it waits
     counted = 0
     while (row := claim_part(factory, job_id, attempt, limits)) is not None:
         with factory() as session:
             corpus = session.get(Corpus, row.corpus_id)
         if corpus is None:
             raise InvalidCorpus("a training corpus was deleted while the job counted it")
-        split = split or splitter(spec, regex_seconds)
+        splits = splits or _splits(spec, regex_seconds)
         key = f"{counts_prefix(prefix, attempt)}{row.part}-{row.claims}"
         part = Part(corpus, row.start, row.end)
-        documents = part_documents(store, part, max_line_bytes)
-        if spec.deduplicate:
-            repeats = np.frombuffer(store.get_bytes(repeats_key(prefix, attempt, row.part)), dtype="<i8")
-            documents = without_positions(documents, repeats)
-        reading = _Numbered(documents, alive)
+        reading = _Numbered(iter(()), alive)
         try:
             with part_heartbeat(factory, row, limits, reading.read):  # the claim beats while counting moves
-                counts = count_pieces(iter(reading), split)  # compiled for a preset (training.splitting)
+                for kind, split in splits:  # a pass over the part's documents for each
+                    reading.documents = _documents(store, prefix, attempt, row.part, part, spec, max_line_bytes)
+                    counts = count_pieces(iter(reading), split)  # compiled for a preset (training.splitting)
+                    store.put_bytes(key + kind, spills.spilled(counts))
+                    del counts
         except SlowDocument as slow:
             assert spec.pre_tokenizer_regex is not None  # only a custom regex's split is limited
             raise SlowRegex(spec.pre_tokenizer_regex, took_over(regex_seconds), where=(
                 f"document {slow.number + 1:,} counted from byte {part.start:,} of corpus {corpus.name!r}")) from None
-        store.put_bytes(key, spills.spilled(counts))
-        del counts
         if finish_part(factory, row, key):
             log.info("counted part %d of job %s (%d bytes)", row.part, job_id, row.end - row.start)
         else:
-            _drop(store.delete, key)  # taken over meanwhile: the latest claim's counts are the ones kept
+            for kind, _ in splits:  # taken over meanwhile: the latest claim's counts are the ones kept
+                _drop(store.delete, key + kind)
         counted += 1
     return counted
+
+
+def _splits(spec: TrainingSpec, regex_seconds: float) -> list[tuple[str, spills.Split]]:
+    """What a part is counted into: the spec's pieces, and a superword spec's spans."""
+    splits = [(PIECES, splitter(spec, regex_seconds))]
+    if spec.superword is not None:
+        splits.append((SPANS, spills.split_by(SUPERWORD_SPLIT, None)))
+    return splits
+
+
+def _documents(store: ObjectStore, prefix: str, attempt: int, number: int, part: Part, spec: TrainingSpec,
+               max_line_bytes: int | None) -> Iterator[str]:
+    """The documents part `number` owns, without those an earlier part had (deduplicate)."""
+    documents = part_documents(store, part, max_line_bytes)
+    if spec.deduplicate:
+        repeats = np.frombuffer(store.get_bytes(repeats_key(prefix, attempt, number)), dtype="<i8")
+        documents = without_positions(documents, repeats)
+    return documents
 
 
 def _drop(delete_with: Callable[[str], object], key: str) -> None:

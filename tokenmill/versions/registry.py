@@ -78,7 +78,7 @@ def get_version(session: Session, team: Team, name: str, version: str | int) -> 
     raise NotFound(f"tokenizer {name!r} has no version {version}")
 
 
-NOTED_LINEAGE = ("training_data", "pruned")  # the parts of a version's lineage its notes read
+NOTED_LINEAGE = ("training_data", "pruned", "superword")  # the parts of a version's lineage its notes read
 
 
 def vocabulary_notes(spec: dict[str, Any], reached: int, lineage: dict[str, Any] | None = None) -> list[str]:
@@ -88,11 +88,13 @@ def vocabulary_notes(spec: dict[str, Any], reached: int, lineage: dict[str, Any]
     base = spec.get("base") or {}
     lineage = lineage or {}
     added = training_data_notes(lineage["training_data"]) if lineage.get("training_data") else []
-    pruned = lineage.get("pruned") or {}
-    if pruned.get("raised"):
-        added.append(f"to fit the job's memory, only pieces seen {pruned['threshold']:,} times or more were learned from "
-                     f"(min_frequency {pruned['min_frequency']}): {pruned['pieces_dropped']:,} distinct pieces, "
-                     f"{100 * pruned['dropped_share']:.2f} % of all occurrences, left out")
+    # A superword job counted in parts pruned twice: stage 1's pieces, then the spans.
+    for stage, pruned in (("stage 1: ", (lineage.get("superword") or {}).get("stage1_pruned") or {}),
+                          ("", lineage.get("pruned") or {})):
+        if pruned.get("raised"):
+            added.append(f"{stage}to fit the job's memory, only pieces seen {pruned['threshold']:,} times or more were "
+                         f"learned from (min_frequency {pruned['min_frequency']}): {pruned['pieces_dropped']:,} distinct "
+                         f"pieces, {100 * pruned['dropped_share']:.2f} % of all occurrences, left out")
     if base.get("vocab_size"):
         label = f"reference {base['reference']}" if base.get("reference") else f"{base.get('tokenizer')} v{base.get('version')}"
         unit = "pieces" if spec.get("library") == "sentencepiece" else "merges"

@@ -298,11 +298,13 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
         splits = splits or _splits(spec, regex_seconds)
         key = f"{counts_prefix(prefix, attempt)}{row.part}-{row.claims}"
         part = Part(corpus, row.start, row.end)
+        repeats = (np.frombuffer(store.get_bytes(repeats_key(prefix, attempt, row.part)), dtype="<i8")
+                   if spec.deduplicate else None)  # read once, for every pass
         reading = _Numbered(iter(()), alive)
         try:
             with part_heartbeat(factory, row, limits, reading.read):  # the claim beats while counting moves
                 for kind, split in splits:  # a pass over the part's documents for each
-                    reading.documents = _documents(store, prefix, attempt, row.part, part, spec, max_line_bytes)
+                    reading.documents = _documents(store, part, max_line_bytes, repeats)
                     counts = count_pieces(iter(reading), split)  # compiled for a preset (training.splitting)
                     store.put_bytes(key + kind, spills.spilled(counts))
                     del counts
@@ -327,14 +329,11 @@ def _splits(spec: TrainingSpec, regex_seconds: float) -> list[tuple[str, spills.
     return splits
 
 
-def _documents(store: ObjectStore, prefix: str, attempt: int, number: int, part: Part, spec: TrainingSpec,
-               max_line_bytes: int | None) -> Iterator[str]:
-    """The documents part `number` owns, without those an earlier part had (deduplicate)."""
+def _documents(store: ObjectStore, part: Part, max_line_bytes: int | None,
+               repeats: np.ndarray | None) -> Iterator[str]:
+    """The documents the part owns, without those at `repeats` (deduplicate: seen in an earlier part)."""
     documents = part_documents(store, part, max_line_bytes)
-    if spec.deduplicate:
-        repeats = np.frombuffer(store.get_bytes(repeats_key(prefix, attempt, number)), dtype="<i8")
-        documents = without_positions(documents, repeats)
-    return documents
+    return documents if repeats is None else without_positions(documents, repeats)
 
 
 def _drop(delete_with: Callable[[str], object], key: str) -> None:

@@ -41,20 +41,21 @@ def _spec(vocab: int):
 
 
 def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: int) -> dict:
+    from tokenmill.corpora import ranges
     from tokenmill.models import Corpus
     from tokenmill.store import LocalStore
-    from tokenmill.training.counting import parts, spills
+    from tokenmill.training.counting import spills
     from tokenmill.training.splitting.counting import count, warm_up
 
     warm_up()
     store = LocalStore(root)
     corpus = Corpus(storage_key=KEY, bytes=(root / KEY).stat().st_size, format="text", text_field=None)
-    split = parts.splitter(_spec(vocab))
+    split = spills.splitter(_spec(vocab))
     started, cpu = time.monotonic(), time.process_time()
     counted = 0
-    for number, part in enumerate(parts.plan([corpus], int(part_mb * 2**20))):
+    for number, part in enumerate(ranges.plan([corpus], int(part_mb * 2**20))):
         if number % workers == worker:
-            store.put_bytes(f"spills/{number}", spills.spilled(count(parts.part_documents(store, part), split)))
+            store.put_bytes(f"spills/{number}", spills.spilled(count(ranges.part_documents(store, part), split)))
             counted += part.end - part.start
     return {"seconds": time.monotonic() - started, "cpu": time.process_time() - cpu, "bytes": counted}
 

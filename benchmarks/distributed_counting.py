@@ -8,7 +8,7 @@ in a local store (a folder), and then, each in fresh processes so every peak RSS
   (`tokenmill.training.with_rustbpe.learn_ranks`);
 - `count, N workers`: the file cut into --part-mb byte ranges, counted by N processes at once
   (parts dealt round robin; each process pre-tokenizes with Python's `regex`, counts, and
-  spills each part's counts to the store: `tokenmill.training.counting.parts`), wall time of the slowest;
+  spills each part's counts to the store: `tokenmill.corpora.ranges` and `tokenmill.training.counting.spills`), wall time of the slowest;
 - `merge + learn`: one process merging the spills (streamed, min_frequency 0) and learning the
   merges from the counts (`tokenmill.training.merge_learner`), conversion to ranks included; then again
   with min_frequency 2 (the spec's default), which drops the pieces seen once.
@@ -57,16 +57,17 @@ def child_streamed(root: Path, vocab: int) -> dict:
 
 
 def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: int) -> dict:
+    from tokenmill.corpora import ranges
     from tokenmill.store import LocalStore
-    from tokenmill.training.counting import parts, spills
+    from tokenmill.training.counting import spills
 
     store = LocalStore(root)
     started = time.monotonic()
-    split = parts.splitter(_spec(vocab))
-    planned = parts.plan([_corpus(root)], int(part_mb * 2**20))
+    split = spills.splitter(_spec(vocab))
+    planned = ranges.plan([_corpus(root)], int(part_mb * 2**20))
     for number, part in enumerate(planned):
         if number % workers == worker:
-            counts = spills.count(parts.part_documents(store, part), split)
+            counts = spills.count(ranges.part_documents(store, part), split)
             store.put_bytes(f"spills/{number}", spills.spilled(counts))
     return {"seconds": time.monotonic() - started, "parts": len(planned)}
 

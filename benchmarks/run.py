@@ -67,6 +67,8 @@ FIGURES = (
     Figure("superword", "benchmarks.superword", ("--mb", "100", "--vocab", "32000", "64000"),
            ("--mb", "1", "--vocab", "2000", "--held-out-mb", "0.2"),
            "SuperBPE against plain BPE at the same vocabulary (issue 21, item 3)"),
+    Figure("whole_evaluation", "benchmarks.whole_evaluation", ("--mb", "2000"), ("--mb", "3", "--part-mb", "0.5"),
+           "Evaluation that scales: a sample against the whole corpus, one process against two (issue 22, item 3)"),
     Figure("mixtures", "benchmarks.mixtures", (), ("--unit-kb", "5", "--vocab", "1000", "--held-out", "20"),
            "Mixtures: a language temperature and the smallest language's premium (issue 25, item 1)"),
     Figure("metadata_load", "benchmarks.metadata_load", ("--training",),

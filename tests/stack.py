@@ -97,6 +97,25 @@ def api_process(settings, log: Path, **env: str) -> Iterator[str]:
             print(f"API log tail ({log}):\n" + log.read_text(errors="replace")[-3000:])
 
 
+@contextmanager
+def own_worker(settings, redis_db: int, log: Path, concurrency: int, **env: str) -> Iterator[str]:
+    """A `tokenmill worker` of a test's own, on its own broker database (emptied first), once the
+    work other suites left is settled; yields that broker's URL, for a Queue to send to."""
+    settle_left_work(settings.database_url)  # its worker would start what other suites left queued
+    import redis
+
+    redis.Redis.from_url(settings.broker_url.rsplit("/", 1)[0] + f"/{redis_db}").flushdb()
+    environment = process_env(settings, redis_db) | env
+    with log.open("wb") as out:
+        worker = subprocess.Popen([sys.executable, "-m", "tokenmill", "worker", "--concurrency", str(concurrency)],
+                                  env=environment, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            yield environment["TOKENMILL_BROKER_URL"]
+        finally:
+            worker.terminate()
+            worker.wait(30)
+
+
 LEFT_BEHIND = "left queued or running by an earlier test whose worker is gone"
 
 

@@ -205,15 +205,12 @@ class WebSession(Base):
     ended_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
-class CountPart(Base):
-    """One byte range of a training corpus to pre-tokenize and count, for a job whose spec asks
-    for `counting: distributed` (tokenmill.training.counting.distributed): any worker may claim it; its
-    counts are spilled to the store under the job's prefix. The rows of an attempt are
-    replaced when the job is taken over, and deleted when it ends."""
+class WorkPart:
+    """A byte range [start, end) of a corpus, one of those an attempt of its owner (a job, a run)
+    cut its corpora into, that any worker may claim (tokenmill.queued_work.parts); `result_key` is
+    where the worker stored what it made of it. The rows of an attempt are replaced when the owner
+    is taken over, and deleted when it ends."""
 
-    __tablename__ = "count_parts"
-
-    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("training_jobs.id", ondelete="CASCADE"), primary_key=True)
     attempt: Mapped[int] = mapped_column(primary_key=True)
     part: Mapped[int] = mapped_column(primary_key=True)
     corpus_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("corpora.id", ondelete="CASCADE"))
@@ -221,5 +218,27 @@ class CountPart(Base):
     end: Mapped[int] = mapped_column(BigInteger)
     status: Mapped[str] = mapped_column(String(20), default=Status.QUEUED.value)
     claims: Mapped[int] = mapped_column(default=0)
-    counts_key: Mapped[str | None] = mapped_column(String(500))
     updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class CountPart(WorkPart, Base):
+    """A part of a training job's corpora to pre-tokenize and count, for a spec that asks for
+    `counting: distributed` (tokenmill.training.counting.distributed); its counts are spilled
+    under the job's prefix."""
+
+    __tablename__ = "count_parts"
+
+    owner_id: Mapped[uuid.UUID] = mapped_column("job_id", ForeignKey("training_jobs.id", ondelete="CASCADE"),
+                                                primary_key=True)
+    result_key: Mapped[str | None] = mapped_column("counts_key", String(500))
+
+
+class MeasurePart(WorkPart, Base):
+    """A part of a corpus an evaluation run measures whole, spread over workers
+    (tokenmill.evaluation.parts); its metrics' sums are stored under the run's prefix."""
+
+    __tablename__ = "measure_parts"
+
+    owner_id: Mapped[uuid.UUID] = mapped_column("run_id", ForeignKey("evaluation_runs.id", ondelete="CASCADE"),
+                                                primary_key=True)
+    result_key: Mapped[str | None] = mapped_column(String(500))

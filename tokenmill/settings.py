@@ -13,6 +13,7 @@ DEVELOPMENT_SECRET = "change-me-in-production"
 
 
 COUNT_PART_BYTES = 64 * 1024**2  # the byte range one worker counts at a time (distributed counting)
+EVALUATION_PART_BYTES = 128 * 1024**2  # the byte range one worker measures at a time (a whole-corpus evaluation)
 
 class Settings(BaseSettings):
     """Where the database, broker and object store are, and how long jobs may run."""
@@ -80,6 +81,11 @@ class Settings(BaseSettings):
     # An evaluation measures a seeded sample of this many bytes' worth of documents per corpus (the
     # same documents for every version and reference), with 95% intervals; 0 measures every corpus whole.
     evaluation_sample_bytes: int = Field(default=64 * 1024**2, ge=0)
+    # A corpus measured whole (by an evaluation run) that is larger than this is cut into parts of
+    # this size, measured by any worker; a run sends at most `evaluation_helpers` helper tasks
+    # (tokenmill.evaluation.parts).
+    evaluation_part_bytes: int = Field(default=EVALUATION_PART_BYTES, ge=1024)
+    evaluation_helpers: int = Field(default=8, ge=0, le=1000)
     # The share of exact-duplicate documents across a team's corpora is merged in the API process
     # from the corpora's stored hashes (tokenmill.corpora.duplicates), 8 bytes a distinct document
     # of each corpus: past this many in all (40 MB), it is not computed.

@@ -4,10 +4,11 @@ Everything streams in chunks: a corpus is never held whole in memory. Keys are P
 relative paths ("corpora/<team>/<id>"); the backends never interpret them beyond that.
 """
 
+import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import BinaryIO, Protocol
 from urllib.parse import urlparse
 
 from botocore.exceptions import ConnectionClosedError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
+
+log = logging.getLogger(__name__)
 
 CHUNK = 1024 * 1024
 PART = ".part-"  # a local write in progress
@@ -246,3 +249,12 @@ def read_into(handle: BinaryIO, chunk_size: int = CHUNK) -> Iterator[bytes]:
     """Chunks of an open binary file, for put_stream."""
     while chunk := handle.read(chunk_size):
         yield chunk
+
+
+def delete_now_or_later(delete: Callable[[str], object], key: str) -> None:
+    """Delete a key or a prefix (`delete` is the store's `delete` or `delete_prefix`) now if the
+    store answers; the sweeper's reconciliation deletes it later otherwise."""
+    try:
+        delete(key)
+    except Exception:
+        log.warning("could not delete %s now; reconciliation will", key, exc_info=True)

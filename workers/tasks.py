@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.corpora.statistics_runs import abandon_statistics, run_next_statistics
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.errors import TransientError
+from tokenmill.evaluation.parts import MeasureHelpers, help_measuring
 from tokenmill.evaluation.pipeline import abandon_run, run_next_evaluation
 from tokenmill.jobs.pipeline import abandon_job, run_next_job
 from tokenmill.queued_work import task_names
@@ -125,12 +126,29 @@ def count_parts(job_id: str, attempt: int, prefix: str) -> int:
                          regex_seconds=limits.regex_seconds)
 
 
+def send_measurers(run_id: uuid.UUID, attempt: int, helpers: int) -> None:
+    """A group of measure tasks on the broker: each claims and measures parts until none is left."""
+    group(measure_parts.s(run_id=str(run_id), attempt=attempt) for _ in range(helpers)).apply_async(
+        expires=get_settings().task_expires)
+
+
+@app.task(name=task_names.MEASURE_PARTS, ignore_result=True)
+def measure_parts(run_id: str, attempt: int) -> int:
+    # Helps an evaluation run measure a corpus whole; its coordinator re-claims whatever a dead helper left.
+    factory, store = resources()
+    settings = get_settings()
+    return help_measuring(factory, store, uuid.UUID(run_id), attempt, WorkLimits.of(settings), settings.max_line_bytes)
+
+
 @app.task(name=task_names.EVALUATE, base=LimitedTask, bind=True, ignore_result=True, max_retries=3)
 def evaluate(self: Any, run_id: str) -> str:
     factory, store = resources()
+    settings = get_settings()
+    helpers = MeasureHelpers(send_measurers, settings.evaluation_helpers, settings.evaluation_part_bytes,
+                             settings.max_line_bytes)
     try:
-        return run_next_evaluation(factory, store, uuid.UUID(run_id), WorkLimits.of(get_settings()), self.request.id,
-                                   sender(evaluate, "run_id"))
+        return run_next_evaluation(factory, store, uuid.UUID(run_id), WorkLimits.of(settings), self.request.id,
+                                   sender(evaluate, "run_id"), helpers)
     except RETRIED as exc:
         raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries)) from exc
 

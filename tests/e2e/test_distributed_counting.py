@@ -4,16 +4,13 @@ parts by several worker processes (helper tasks on the broker) and trains within
 import json
 import random
 import re
-import subprocess
-import sys
 
 import pytest
-import redis
 from sqlalchemy import select
 
 from service.queue import Queue
 from tests.services import REDIS_DB_BASE
-from tests.stack import process_env, settle_left_work, unique
+from tests.stack import own_worker, unique
 from tests.waiting import UNFINISHED, until
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction
@@ -30,20 +27,10 @@ CORPUS_BYTES = 320 * 2**20
 @pytest.fixture
 def capped_workers(settings, tmp_path):
     """One worker, two processes, each capped at CAP, counting 16 MiB parts."""
-    settle_left_work(settings.database_url)  # its worker would start what other suites left queued
-    redis.Redis.from_url(settings.broker_url.rsplit("/", 1)[0] + f"/{REDIS_DB}").flushdb()
-    env = process_env(settings, REDIS_DB)
-    env.update({"TOKENMILL_JOB_MAX_MEMORY_BYTES": str(CAP), "TOKENMILL_COUNT_PART_BYTES": str(16 * 2**20),
-                "TOKENMILL_COUNT_HELPERS": "4"})
     log_path = tmp_path / "worker.log"
-    with log_path.open("wb") as log:
-        worker = subprocess.Popen([sys.executable, "-m", "tokenmill", "worker", "--concurrency", "2"], env=env,
-                                  stdout=log, stderr=subprocess.STDOUT)
-        try:
-            yield Settings(broker_url=env["TOKENMILL_BROKER_URL"]), log_path
-        finally:
-            worker.terminate()
-            worker.wait(30)
+    with own_worker(settings, REDIS_DB, log_path, 2, TOKENMILL_JOB_MAX_MEMORY_BYTES=str(CAP),
+                    TOKENMILL_COUNT_PART_BYTES=str(16 * 2**20), TOKENMILL_COUNT_HELPERS="4") as broker_url:
+        yield Settings(broker_url=broker_url), log_path
 
 
 def _corpus_chunks(total: int):

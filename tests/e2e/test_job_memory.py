@@ -1,16 +1,13 @@
 """A job's memory is its own (issue 22.2): on one worker process, a small job after a big one
 reports the peak the small job has on a fresh worker, not what the big one left behind."""
 
-import subprocess
-import sys
 
 import pytest
-import redis
 from sqlalchemy import select
 
 from service.queue import Queue
 from tests.services import CORPORA, REDIS_DB_BASE
-from tests.stack import process_env, settle_left_work, unique
+from tests.stack import own_worker, unique
 from tests.waiting import UNFINISHED, until
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction
@@ -27,18 +24,9 @@ KEEP = 400 * MiB  # what the worker's child may still hold after a task
 @pytest.fixture
 def one_slot_worker(settings, tmp_path):
     """One worker with one pool process: every job runs in the same child until it is replaced."""
-    settle_left_work(settings.database_url)
-    redis.Redis.from_url(settings.broker_url.rsplit("/", 1)[0] + f"/{REDIS_DB}").flushdb()
-    env = process_env(settings, REDIS_DB)
-    env["TOKENMILL_WORKER_KEEP_MEMORY_BYTES"] = str(KEEP)
-    with (tmp_path / "worker.log").open("wb") as log:
-        worker = subprocess.Popen([sys.executable, "-m", "tokenmill", "worker", "--concurrency", "1"], env=env,
-                                  stdout=log, stderr=subprocess.STDOUT)
-        try:
-            yield Settings(broker_url=env["TOKENMILL_BROKER_URL"])
-        finally:
-            worker.terminate()
-            worker.wait(30)
+    with own_worker(settings, REDIS_DB, tmp_path / "worker.log", 1, TOKENMILL_WORKER_KEEP_MEMORY_BYTES=str(KEEP)) \
+            as broker_url:
+        yield Settings(broker_url=broker_url)
 
 
 def test_a_small_job_after_a_big_one_reports_its_own_peak(settings, sessionmaker, store, one_slot_worker, tmp_path):

@@ -102,7 +102,7 @@ def test_workers_killed_while_counting_parts_retry_the_job_and_leave_no_part(fau
     assert job["status"] == "succeeded" and job["attempts"] == 2, job
     no_orphans(sessionmaker, store, team_id)  # the spilled counts are gone with the parts
     with sessionmaker() as session:
-        assert session.scalar(select(func.count()).select_from(CountPart).where(CountPart.job_id == job_id)) == 0
+        assert session.scalar(select(func.count()).select_from(CountPart).where(CountPart.owner_id == job_id)) == 0
 
 
 def counting_processes(stack) -> list[psutil.Process]:

@@ -6,8 +6,18 @@ import uuid
 import pytest
 
 from tokenmill.db import transaction
-from tokenmill.models import Corpus, CountPart, EvaluationRun, Status, TrainingJob
-from tokenmill.queued_work.claims import CORPUS_STATISTICS, COUNT_PARTS, JOBS, RUNS, Claims, beat, claim_row, kept
+from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
+from tokenmill.queued_work.claims import (
+    CORPUS_STATISTICS,
+    COUNT_PARTS,
+    JOBS,
+    MEASURE_PARTS,
+    RUNS,
+    Claims,
+    beat,
+    claim_row,
+    kept,
+)
 from tokenmill.teams import create_team
 
 LIVE = 120.0  # silent_after: every claim made in a test is live
@@ -26,13 +36,15 @@ def _job(team_id: uuid.UUID) -> TrainingJob:
 def waiting_row(session, claims: Claims):
     """A row of this kind waiting for its first claim, and the condition that selects it."""
     team = create_team(session, f"claims-{uuid.uuid4().hex[:8]}")[0]
-    if claims is COUNT_PARTS:
-        job, corpus = _job(team.id), _corpus(team.id)
-        session.add_all([job, corpus])
+    if claims in (COUNT_PARTS, MEASURE_PARTS):
+        owner = _job(team.id) if claims is COUNT_PARTS else EvaluationRun(team_id=team.id, corpus_ids=[])
+        corpus = _corpus(team.id)
+        session.add_all([owner, corpus])
         session.flush()
-        session.add(CountPart(job_id=job.id, attempt=1, part=0, corpus_id=corpus.id, start=0, end=1,
-                              status=Status.QUEUED.value, claims=0))
-        return (CountPart.job_id == job.id) & (CountPart.attempt == 1) & (CountPart.part == 0)
+        model = claims.model
+        session.add(model(owner_id=owner.id, attempt=1, part=0, corpus_id=corpus.id, start=0, end=1,
+                          status=Status.QUEUED.value, claims=0))
+        return (model.owner_id == owner.id) & (model.attempt == 1) & (model.part == 0)
     row = {JOBS: _job, RUNS: lambda team_id: EvaluationRun(team_id=team_id, corpus_ids=[]),
            CORPUS_STATISTICS: _corpus}[claims](team.id)
     session.add(row)
@@ -40,7 +52,7 @@ def waiting_row(session, claims: Claims):
     return claims.model.id == row.id
 
 
-@pytest.fixture(params=[JOBS, RUNS, CORPUS_STATISTICS, COUNT_PARTS], ids=lambda claims: claims.name)
+@pytest.fixture(params=[JOBS, RUNS, CORPUS_STATISTICS, COUNT_PARTS, MEASURE_PARTS], ids=lambda claims: claims.name)
 def kind(request, sessionmaker):
     with transaction(sessionmaker) as session:
         row = waiting_row(session, request.param)

@@ -15,16 +15,16 @@ from sqlalchemy import func, select
 
 from tests.stack import process_env
 from tests.waiting import until
+from tokenmill.corpora import ranges
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.db import transaction
 from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import CountPart, TokenizerVersion, TrainingJob
-from tokenmill.queued_work.count_parts import claim_part, part_heartbeat
 from tokenmill.queued_work.lifecycle import claim
 from tokenmill.queued_work.limits import WorkLimits
+from tokenmill.queued_work.parts import COUNTING, claim_part, part_heartbeat
 from tokenmill.teams import create_team
-from tokenmill.training.counting import parts
 from tokenmill.training.counting.distributed import Counting, Helpers, _plan, count_claimed_parts, help_counting
 from tokenmill.training.regex_limit import SlowRegex
 from tokenmill.training.spec import TrainingSpec
@@ -63,7 +63,7 @@ def _trained(sessionmaker, store, team, corpora, spec, helpers=None) -> dict[str
     job_id = _job(sessionmaker, team, corpora, spec)
     assert run_training_job(sessionmaker, store, job_id, WorkLimits(), helpers) == "succeeded"
     with sessionmaker() as session:
-        assert session.scalar(select(func.count()).select_from(CountPart).where(CountPart.job_id == job_id)) == 0
+        assert session.scalar(select(func.count()).select_from(CountPart).where(CountPart.owner_id == job_id)) == 0
         job = session.get_one(TrainingJob, job_id)
     assert not list(store.list_objects(f"{job_prefix(job)}/counts/"))  # spills are gone
     return _files(sessionmaker, store, job_id)
@@ -127,7 +127,7 @@ def test_a_part_left_by_a_dead_helper_is_counted_again(sessionmaker, store, team
     claims = []
 
     def dispatch(job_id, attempt, prefix, count):
-        claims.append(claim_part(sessionmaker, job_id, attempt, WorkLimits()))
+        claims.append(claim_part(sessionmaker, COUNTING, job_id, attempt, WorkLimits()))
 
     limits = WorkLimits(silent_after=1)
     job_id = _job(sessionmaker, team, corpora, spec)
@@ -145,18 +145,18 @@ def test_a_claimed_part_beats_while_its_counting_moves_and_falls_silent_when_it_
     with sessionmaker() as session:
         job = session.get_one(TrainingJob, job_id)
     counting = Counting(sessionmaker, job_id, job.attempts, job_prefix(job), WorkLimits(), Helpers(part_bytes=10**9))
-    _plan(counting, parts.plan(corpora, 10**9))
-    row = claim_part(sessionmaker, job_id, job.attempts, WorkLimits())
+    _plan(counting, ranges.plan(corpora, 10**9))
+    row = claim_part(sessionmaker, COUNTING, job_id, job.attempts, WorkLimits())
     assert row is not None and (row.part, row.claims) == (0, 1)
 
     def beaten() -> datetime:
         with sessionmaker() as session:
             return session.scalar(select(CountPart.updated_at).where(
-                CountPart.job_id == job_id, CountPart.attempt == job.attempts, CountPart.part == 0))
+                CountPart.owner_id == job_id, CountPart.attempt == job.attempts, CountPart.part == 0))
 
     read = 0
     every = 0.1
-    with part_heartbeat(sessionmaker, row, WorkLimits(heartbeat_seconds=every), lambda: read):
+    with part_heartbeat(sessionmaker, COUNTING, row, WorkLimits(heartbeat_seconds=every), lambda: read):
         claimed = beaten()
         read += 1
         until(beaten, lambda at: at > claimed, 10, every=every)  # documents were read: it beats
@@ -192,7 +192,7 @@ def test_a_helper_past_the_memory_cap_fails_the_job_and_exits(settings, sessionm
     with sessionmaker() as session:
         job = session.get_one(TrainingJob, job_id)
     counting = Counting(sessionmaker, job_id, job.attempts, job_prefix(job), WorkLimits(), Helpers(part_bytes=4096))
-    _plan(counting, parts.plan(corpora, 4096))
+    _plan(counting, ranges.plan(corpora, 4096))
     # 1 MiB: less than the interpreter itself, so the guard's first check stops the helper.
     done = subprocess.run([sys.executable, "-c", HELP_ONCE, str(job_id), str(job.attempts), job_prefix(job),
                            str(2**20)], env=process_env(settings, 0), capture_output=True, text=True, timeout=120)
@@ -218,7 +218,7 @@ def test_a_custom_regex_too_slow_on_a_document_of_a_part_fails_the_job_naming_it
     with sessionmaker() as session:
         job = session.get_one(TrainingJob, job_id)
     counting = Counting(sessionmaker, job_id, job.attempts, job_prefix(job), WorkLimits(), Helpers(part_bytes=10**9))
-    _plan(counting, parts.plan([corpora[0], slow], 10**9))
+    _plan(counting, ranges.plan([corpora[0], slow], 10**9))
     started = time.monotonic()
     where = "document 41 counted from byte 0 of corpus 'slow-one'"
     if who == "coordinator":

@@ -7,10 +7,11 @@ import pytest
 from sqlalchemy import update
 
 from tokenmill.db import transaction, utcnow
+from tokenmill.evaluation.parts import run_prefix
 from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.jobs.reconcile import reconcile
 from tokenmill.jobs.submission import submit_job
-from tokenmill.models import Corpus, TrainingJob
+from tokenmill.models import Corpus, EvaluationRun, TrainingJob
 from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.store import ObjectNotFound, open_store
 from tokenmill.teams import create_team
@@ -77,9 +78,28 @@ def test_reconciliation_removes_orphans_and_keeps_what_rows_name(sessionmaker, o
     uploads = store.client.list_multipart_uploads(Bucket=store.bucket).get("Uploads", [])
     assert upload["UploadId"] not in {u["UploadId"] for u in uploads}
     assert reconcile(sessionmaker, store, grace_seconds=-1) == {"corpus_objects": 0, "version_objects": 0,
-                                                                "hash_objects": 0, "aborted_uploads": 0}
+                                                                "hash_objects": 0, "evaluation_objects": 0,
+                                                                "aborted_uploads": 0}
     with pytest.raises(ObjectNotFound):
         store.get_bytes(f"{job_prefix(failed)}/tokenizer.json")
+
+
+def test_an_evaluation_runs_parts_are_kept_while_it_runs(sessionmaker, own_store):
+    # The recipe and sums of a corpus measured in parts (tokenmill.evaluation.parts).
+    store = own_store
+    with transaction(sessionmaker) as session:
+        team, _ = create_team(session, f"rec-{uuid.uuid4().hex[:8]}")
+        runs = {status: EvaluationRun(team_id=team.id, reference="gpt2", corpus_ids=[], status=status)
+                for status in ("running", "failed")}
+        session.add_all(runs.values())
+    running, failed = (f"{run_prefix(runs[status].id)}1/0-1.npz" for status in ("running", "failed"))
+    vanished = f"{run_prefix(uuid.uuid4())}1/{uuid.uuid4()}/recipe.json"  # a run deleted meanwhile
+    for key in (running, failed, vanished):
+        store.put_bytes(key, b"x")
+    assert reconcile(sessionmaker, store, grace_seconds=3600)["evaluation_objects"] == 1
+    assert keys(store) == {running, vanished}
+    assert reconcile(sessionmaker, store, grace_seconds=-1)["evaluation_objects"] == 1
+    assert keys(store) == {running}
 
 
 def test_local_store_reconciles_the_same_way(sessionmaker, tmp_path):
@@ -94,5 +114,6 @@ def test_local_store_reconciles_the_same_way(sessionmaker, tmp_path):
     partial = tmp_path / "corpora" / str(team.id) / ".part-abc"
     partial.write_bytes(b"half an upload")
     assert reconcile(sessionmaker, store, grace_seconds=-1) == {"corpus_objects": 1, "version_objects": 0,
-                                                                "hash_objects": 0, "aborted_uploads": 1}
+                                                                "hash_objects": 0, "evaluation_objects": 0,
+                                                                "aborted_uploads": 1}
     assert keys(store) == set() and not partial.exists()

@@ -10,6 +10,7 @@ import pytest
 import tokenmill.evaluation.encoders as encoders
 import tokenmill.evaluation.measuring as evaluation
 from tests.text import flores_lines as lines
+from tokenmill.evaluation.metrics import MetricsAccumulator
 from tokenmill.models import Corpus
 from tokenmill.settings import Settings, get_settings
 from tokenmill.training import with_tokenizers
@@ -103,7 +104,7 @@ def test_the_setting_is_the_number_of_measuring_processes(threads, monkeypatch):
     import tokenmill.evaluation.shards as shards
 
     asked = []
-    monkeypatch.setattr(shards, "measure_in_processes", lambda encoder, batches, processes: asked.append(processes) or {})
+    monkeypatch.setattr(shards, "measure_in_processes", lambda encoder, batches, processes: asked.append(processes) or MetricsAccumulator(0))
     evaluation.measure(encoders.reference_encoder("gpt2"), lines(80))
     assert asked == [3]
 

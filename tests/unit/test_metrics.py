@@ -235,3 +235,24 @@ def test_the_accumulator_sums_the_moments_of_its_lines():
     same = accumulate([("aa bb", [1, 2], [(0, 2), (3, 5)], True), ("cc dd", [3, 4], [(0, 2), (3, 5)], True)])
     assert same["documents"] == 2 and same["fertility_ci95"] == pytest.approx(0.0, abs=1e-12)
     assert intervals(__import__("numpy").zeros(9))["fertility_ci95"] == 0.0
+
+
+def _fed(lines, vocab_size=400) -> MetricsAccumulator:
+    acc = MetricsAccumulator(vocab_size, unk_id=UNK, byte_fallback_ids=BYTE_IDS)
+    for line, ids, spans, ok in lines:
+        acc.add(line, ids, spans, ok)
+    return acc
+
+
+def test_sums_written_by_one_process_merge_in_another_to_the_numbers_of_one_pass():
+    # Each part's sums as another worker stores them, with an id past the vocabulary (an added token) in one.
+    beyond = [*LINES, ("<|x|> ok", [450, 8], [(0, 5), (5, 8)], True)]
+    total = MetricsAccumulator(400, unk_id=UNK, byte_fallback_ids=BYTE_IDS)
+    for part in (beyond[:2], beyond[2:3], beyond[3:]):
+        total.merge(MetricsAccumulator.from_bytes(_fed(part).to_bytes(), 400, UNK, BYTE_IDS))
+    assert total.result() == _fed(beyond).result()
+
+
+def test_sums_of_another_vocabulary_are_refused():
+    with pytest.raises(ValueError, match="400 ids"):
+        MetricsAccumulator.from_bytes(_fed(LINES, vocab_size=300).to_bytes(), 400, UNK, BYTE_IDS)

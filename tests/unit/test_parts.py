@@ -5,10 +5,11 @@ from collections import Counter
 
 import pytest
 
+from tokenmill.corpora import ranges
 from tokenmill.corpora.reading import corpus_documents
 from tokenmill.models import Corpus
 from tokenmill.store import LocalStore
-from tokenmill.training.counting import parts, spills
+from tokenmill.training.counting import spills
 
 
 def _stored(tmp_path, data: bytes, fmt: str = "text") -> tuple[LocalStore, Corpus]:
@@ -33,16 +34,16 @@ def test_the_parts_own_every_line_once_whatever_their_size(tmp_path, seed):
     store, corpus = _stored(tmp_path, data)
     whole = list(corpus_documents(store, corpus))
     for part_bytes in (1, 2, 3, 7, 64, 1000, len(data), len(data) + 5):
-        cut = parts.plan([corpus], part_bytes)
+        cut = ranges.plan([corpus], part_bytes)
         assert cut[0].start == 0 and cut[-1].end == len(data)
-        documents = [d for part in cut for d in parts.part_documents(store, part)]
+        documents = [d for part in cut for d in ranges.part_documents(store, part)]
         assert documents == whole, part_bytes
 
 
 def test_a_line_longer_than_a_part_is_read_once_by_the_part_it_starts_in(tmp_path):
     store, corpus = _stored(tmp_path, b"short\n" + b"y" * 5000 + b"\nend\n")
-    cut = parts.plan([corpus], 100)
-    owned = [list(parts.part_documents(store, part)) for part in cut]
+    cut = ranges.plan([corpus], 100)
+    owned = [list(ranges.part_documents(store, part)) for part in cut]
     assert owned[0] == ["short", "y" * 5000]
     assert [d for docs in owned[1:] for d in docs] == ["end"]
 

@@ -16,6 +16,7 @@ encode on its own thread pool or line by line, and (tokenmill.evaluation.measuri
 processes. Python threads exist only inside `encoding_threads`, which ends them.
 """
 
+import base64
 import itertools
 import json
 import os
@@ -488,3 +489,29 @@ def proven_encoder(slow: Encoder, fast: Encoder | None, sample: Sequence[str]) -
     if fast is None:
         return slow
     return fast if fast.encode(sample) == slow.encode(sample) else slow
+
+
+def recipe_encoder(recipe: Recipe, threads: int | None = None) -> Encoder:
+    """The encoder another process described in `recipe`."""
+    if "reference" in recipe:
+        return reference_encoder(recipe["reference"], threads)
+    if "sentencepiece" in recipe:
+        return SentencePieceEncoder(recipe["name"], recipe["sentencepiece"], threads, cache_words=recipe["cache_words"])
+    if "tokenizer_json" in recipe:
+        return TokenizersEncoder(recipe["name"], Tokenizer.from_str(recipe["tokenizer_json"]), threads)
+    return rank_file_encoder(recipe["name"], recipe["rank_file"], recipe["special_tokens"], recipe["pattern"], threads)
+
+
+_RECIPE_BYTES = ("sentencepiece", "rank_file")  # a recipe's fields that hold bytes
+
+
+def recipe_json(recipe: Recipe) -> bytes:
+    """A recipe as JSON, its bytes in base64, for a worker on another machine (`recipe_from_json`)."""
+    fields: dict[str, Any] = dict(recipe)
+    return json.dumps({key: base64.b64encode(value).decode() if key in _RECIPE_BYTES else value
+                       for key, value in fields.items()}).encode()
+
+
+def recipe_from_json(data: bytes) -> Recipe:
+    fields = json.loads(data)
+    return cast(Recipe, {key: base64.b64decode(value) if key in _RECIPE_BYTES else value for key, value in fields.items()})

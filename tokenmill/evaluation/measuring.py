@@ -19,7 +19,7 @@ import itertools
 import json
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import select
@@ -48,6 +48,9 @@ from tokenmill.models import Corpus, Evaluation
 from tokenmill.settings import get_settings
 from tokenmill.store import ObjectStore
 
+if TYPE_CHECKING:
+    from tokenmill.evaluation.parts import Spread
+
 BATCH_LINES = 1024
 SAMPLE_SEED = 0  # of every evaluation's sample (recorded with it)
 SAMPLE_BATCH = 4096  # documents drawn for at a time
@@ -69,10 +72,19 @@ def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
 
 def measure(encoder: Encoder, documents: Iterable[str], max_bytes: int | None = None) -> dict[str, Any]:
     """The §6 metrics of an encoder on documents (about max_bytes characters of them at most), plus what encoded it."""
-    batches = _capped(documents, max_bytes)
+    return metrics_of(encoder, accumulated(encoder, _capped(documents, max_bytes)))
+
+
+def metrics_of(encoder: Encoder, accumulator: MetricsAccumulator) -> dict[str, Any]:
+    """The §6 metrics an accumulator holds, with what encoded the lines it measured."""
+    return {**accumulator.result(), "encoded_by": encoder.encoded_by}
+
+
+def accumulated(encoder: Encoder, batches: Iterator[list[str]]) -> MetricsAccumulator:
+    """The metrics' sums of an encoder on batches of documents: in several processes on more than
+    SHARD_AFTER batches (worth their start-up only then), else here."""
     processes = SHARD_PROCESSES or evaluation_threads()
     if encoder.recipe is not None and processes > 1:
-        # Worth its processes' start-up only on a corpus of more than SHARD_AFTER batches.
         head = list(itertools.islice(batches, SHARD_AFTER))
         batches = itertools.chain(head, batches)
         if len(head) == SHARD_AFTER:
@@ -83,12 +95,12 @@ def measure(encoder: Encoder, documents: Iterable[str], max_bytes: int | None = 
         return _measure_here(encoder, batches)
 
 
-def _measure_here(encoder: Encoder, batches: Iterator[list[str]]) -> dict[str, Any]:
+def _measure_here(encoder: Encoder, batches: Iterator[list[str]]) -> MetricsAccumulator:
     accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
     encoder.begin()
     for batch, encoded in _encoded_ahead(encoder, batches):
         accumulator.add_batch(batch, encoded.flat, encoded.spans, encoded.counts, encoded.roundtrips)
-    return {**accumulator.result(), "encoded_by": encoder.encoded_by}
+    return accumulator
 
 
 def _capped(documents: Iterable[str], max_chars: int | None) -> Iterator[list[str]]:
@@ -146,10 +158,19 @@ def sample_record(share: float) -> dict[str, Any]:
     return {"share": share, "seed": SAMPLE_SEED, "whole": share >= 1.0}
 
 
-def measure_corpus(encoder: Encoder, store: ObjectStore, corpus: Corpus, max_bytes: int | None = None) -> dict[str, Any]:
-    """The metrics of an encoder on a corpus's evaluation sample, with the sample they were measured on."""
+def measure_corpus(encoder: Encoder, store: ObjectStore, corpus: Corpus, max_bytes: int | None = None,
+                   spread: "Spread | None" = None) -> dict[str, Any]:
+    """The metrics of an encoder on a corpus's evaluation sample, with the sample they were
+    measured on. A corpus measured whole is measured in parts by many workers, given a `spread`
+    that takes it (tokenmill.evaluation.parts)."""
     share = sample_share(corpus)
-    return {**measure(encoder, evaluation_documents(store, corpus, share), max_bytes), "sample": sample_record(share)}
+    if share >= 1.0 and max_bytes is None and spread is not None and spread.takes(corpus, encoder):
+        from tokenmill.evaluation.parts import measure_spread
+
+        metrics = metrics_of(encoder, measure_spread(encoder, store, corpus, spread))
+    else:
+        metrics = measure(encoder, evaluation_documents(store, corpus, share), max_bytes)
+    return {**metrics, "sample": sample_record(share)}
 
 
 def head(store: ObjectStore, corpus: Corpus, lines: int) -> list[str]:
@@ -164,7 +185,7 @@ def evaluation_row(team_id: uuid.UUID, corpus: Corpus, metrics: dict[str, Any],
 
 def evaluate_version(
     store: ObjectStore, name: str, files: dict[str, bytes], corpora: Sequence[Corpus], progress: Progress,
-    max_bytes: int | None = None, curve: bool = True,
+    max_bytes: int | None = None, curve: bool = True, spread: "Spread | None" = None,
 ) -> list[tuple[Corpus, dict[str, Any]]]:
     """Metrics of a version's files on each corpus (none, and no encoder built, without corpora).
 
@@ -181,7 +202,7 @@ def evaluate_version(
         for index, corpus in enumerate(corpora):
             sample = head(store, corpus, max(PROOF_LINES, CURVE_LINES))
             encoder = proven_encoder(slow, fast, sample[:PROOF_LINES])
-            results.append((corpus, measure_corpus(encoder, store, corpus, max_bytes)))
+            results.append((corpus, measure_corpus(encoder, store, corpus, max_bytes, spread)))
             if curve:
                 curve_sample += sample[:CURVE_LINES]
             progress((index + 1) / steps)

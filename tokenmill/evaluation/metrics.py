@@ -13,6 +13,7 @@ newline; a line that is empty still counts for the round trip rate.
 
 from __future__ import annotations
 
+import io
 import itertools
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -117,6 +118,33 @@ class MetricsAccumulator:
         self._bytes += other._bytes
         self._moments += other._moments
         self._saw_no_space = self._saw_no_space or other._saw_no_space
+
+    def to_bytes(self) -> bytes:
+        """The sums, for another process to merge (`from_bytes`): an npz of plain arrays, no pickle."""
+        self._flush()
+        scalars = np.array([self._lines, self._roundtrips, self._words, self._continued, self._characters, self._bytes,
+                            int(self._saw_no_space)], dtype=np.int64)
+        beyond = np.array(sorted(self._beyond.items()), dtype=np.int64).reshape(-1, 2)
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, counts=self._counts, beyond=beyond, moments=self._moments, scalars=scalars)
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, vocab_size: int, unk_id: int | None = None,
+                   byte_fallback_ids: frozenset[int] = frozenset()) -> MetricsAccumulator:
+        """The accumulator whose sums `to_bytes` wrote, for a tokenizer of `vocab_size` ids."""
+        accumulator = cls(vocab_size, unk_id, byte_fallback_ids)
+        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+            counts, beyond, moments, scalars = (arrays[name] for name in ("counts", "beyond", "moments", "scalars"))
+        if counts.shape != (vocab_size,) or moments.shape != (len(MOMENTS),) or scalars.shape != (7,):
+            raise ValueError(f"these sums are not those of a tokenizer of {vocab_size} ids")
+        accumulator._counts = counts.astype(np.int64)
+        accumulator._beyond = Counter(dict(zip(beyond[:, 0].tolist(), beyond[:, 1].tolist(), strict=True)))
+        accumulator._moments = moments.astype(np.float64)
+        (accumulator._lines, accumulator._roundtrips, accumulator._words, accumulator._continued,
+         accumulator._characters, accumulator._bytes, saw_no_space) = scalars.tolist()
+        accumulator._saw_no_space = bool(saw_no_space)
+        return accumulator
 
     def result(self) -> dict[str, float | int | str]:
         """Return the §6 metrics of everything added so far; empty input gives zeros."""

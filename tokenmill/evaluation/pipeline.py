@@ -16,6 +16,7 @@ from tokenmill.corpora.rows import existing_corpora
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.evaluation.encoders import encoding_threads, reference_encoder
 from tokenmill.evaluation.measuring import evaluate_version, evaluation_row, measure_corpus
+from tokenmill.evaluation.parts import MeasureHelpers, Spread, discard_spread
 from tokenmill.evaluation.reports import has_version_curve
 from tokenmill.models import Corpus, EvaluationRun, Status, TokenizerVersion
 from tokenmill.queued_work.lifecycle import (
@@ -34,29 +35,31 @@ from tokenmill.versions.registry import version_files
 
 
 def run_next_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, limits: WorkLimits,
-                        claimant: str | None = None, wake: Wake | None = None) -> str:
+                        claimant: str | None = None, wake: Wake | None = None,
+                        helpers: MeasureHelpers = MeasureHelpers()) -> str:
     """What a task message for `run_id` does: take that run over if it fell silent, else start the
     fair next run of any team; returns the status of the run it ran, or "idle". When the run
     ends and its team has queued runs, `wake` sends a message for the oldest of them."""
     started = claim_in_turn(factory, EVALUATION, run_id, limits, claimant)
     if started is None:
         return "idle"
-    status = _run(factory, store, started, limits)
+    status = _run(factory, store, started, limits, helpers)
     if wake is not None:
         wake_team_of(factory, EVALUATION, started, wake)
     return status
 
 
 def run_evaluation(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID,
-                   limits: WorkLimits = WorkLimits()) -> str:
+                   limits: WorkLimits = WorkLimits(), helpers: MeasureHelpers = MeasureHelpers()) -> str:
     """Worker side of this run, whatever the turn: measure, then store every result and the status together."""
     outcome = claim(factory, EvaluationRun, run_id, limits)
     if outcome is not Claim.CLAIMED:
         return outcome.value  # type: ignore[no-any-return]  # mypy: Any for .value of a narrowed Claim
-    return _run(factory, store, run_id, limits)
+    return _run(factory, store, run_id, limits, helpers)
 
 
-def _run(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, limits: WorkLimits) -> str:
+def _run(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, limits: WorkLimits,
+         helpers: MeasureHelpers) -> str:
     # A claimed run, to its end.
     with factory() as session:
         run = session.get_one(EvaluationRun, run_id)
@@ -65,8 +68,10 @@ def _run(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, 
         # The vocabulary-size curve is measured once per version: by this run only if none has been.
         curve = version is not None and not has_version_curve(session, version.id)
 
+    spread = Spread(factory, run_id, run.attempts, limits, helpers)
+
     def work() -> str:
-        results = _measure(store, run, version, corpora, curve)
+        results = _measure(store, run, version, corpora, curve, spread)
         with transaction(factory) as session:
             finished = rowcount(session.execute(
                 update(EvaluationRun).where(running_in(EvaluationRun, run_id, run.attempts))
@@ -77,17 +82,19 @@ def _run(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, 
                                            reference=run.reference, run_id=run.id) for corpus, metrics in results)
         return Status.SUCCEEDED
 
-    # An evaluation run writes nothing to the store: there is nothing to discard.
-    return run_claimed(factory, EvaluationRun, run_id, run.attempts, limits, work, lambda: None, "evaluation")
+    # What a run writes to the store is the sums of a corpus measured in parts.
+    return run_claimed(factory, EvaluationRun, run_id, run.attempts, limits, work,
+                       lambda: discard_spread(store, run_id, run.attempts), "evaluation")
 
 
 def _measure(store: ObjectStore, run: EvaluationRun, version: TokenizerVersion | None,
-             corpora: list[Corpus], curve: bool) -> list[tuple[Corpus, dict[str, Any]]]:
+             corpora: list[Corpus], curve: bool, spread: Spread) -> list[tuple[Corpus, dict[str, Any]]]:
     if version is not None:
-        return evaluate_version(store, version.name, version_files(store, version), corpora, lambda _: None, curve=curve)
+        return evaluate_version(store, version.name, version_files(store, version), corpora, lambda _: None,
+                                curve=curve, spread=spread)
     encoder = reference_encoder(str(run.reference))
     with encoding_threads():
-        return [(corpus, measure_corpus(encoder, store, corpus)) for corpus in corpora]
+        return [(corpus, measure_corpus(encoder, store, corpus, spread=spread)) for corpus in corpora]
 
 
 def abandon_run(factory: sessionmaker[Session], store: ObjectStore, claimant: str, message: str) -> None:

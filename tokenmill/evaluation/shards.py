@@ -20,16 +20,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO, cast
 
-from tokenizers import Tokenizer
-
-from tokenmill.evaluation.encoders import (
-    Encoder,
-    Recipe,
-    SentencePieceEncoder,
-    TokenizersEncoder,
-    rank_file_encoder,
-    reference_encoder,
-)
+from tokenmill.evaluation.encoders import Encoder, Recipe, recipe_encoder
 from tokenmill.evaluation.metrics import MetricsAccumulator
 
 _POOL: list[subprocess.Popen[bytes]] = []  # worker processes kept between measurements
@@ -78,8 +69,8 @@ def stop() -> None:
         _POOL.clear()
 
 
-def measure_in_processes(encoder: Encoder, batches: Iterator[list[str]], processes: int) -> dict[str, Any]:
-    """The §6 metrics of the batches, measured by `processes` worker processes."""
+def measure_in_processes(encoder: Encoder, batches: Iterator[list[str]], processes: int) -> MetricsAccumulator:
+    """The metrics' sums of the batches, measured by `processes` worker processes."""
     if encoder.recipe is None:
         raise ValueError(f"no other process can build the encoder {encoder.name}")
     recipe = encoder.recipe | {"name": encoder.name}
@@ -102,7 +93,7 @@ def measure_in_processes(encoder: Encoder, batches: Iterator[list[str]], process
     total = parts[0]
     for part in parts[1:]:
         total.merge(part)
-    return {**total.result(), "encoded_by": encoder.encoded_by}
+    return total
 
 
 def _feed(workers: list[subprocess.Popen[bytes]], batches: Iterator[list[str]]) -> None:
@@ -169,16 +160,6 @@ def _send(stream: BinaryIO, message: Any) -> None:
     stream.flush()
 
 
-def _encoder(recipe: Recipe) -> Encoder:
-    if "reference" in recipe:
-        return reference_encoder(recipe["reference"], threads=1)
-    if "sentencepiece" in recipe:
-        return SentencePieceEncoder(recipe["name"], recipe["sentencepiece"], threads=1, cache_words=recipe["cache_words"])
-    if "tokenizer_json" in recipe:
-        return TokenizersEncoder(recipe["name"], Tokenizer.from_str(recipe["tokenizer_json"]), threads=1)
-    return rank_file_encoder(recipe["name"], recipe["rank_file"], recipe["special_tokens"], recipe["pattern"], threads=1)
-
-
 def _messages(stream: BinaryIO) -> Iterable[Any]:
     while (message := pickle.load(stream)) is not None:
         yield message
@@ -195,7 +176,7 @@ def main() -> None:
         while True:
             received: Recipe = pickle.load(source)
             if encoder is None or received != recipe:
-                recipe, encoder = received, _encoder(received)
+                recipe, encoder = received, recipe_encoder(received, threads=1)
             accumulator = MetricsAccumulator(encoder.vocab_size, encoder.unk_id, encoder.byte_fallback_ids)
             encoder.begin()
             for batch in _messages(source):

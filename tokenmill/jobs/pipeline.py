@@ -36,7 +36,7 @@ from tokenmill.queued_work.lifecycle import Claim, claim, claim_in_turn, fail, l
 from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.queued_work.progress import PeakMemory, Reporter
 from tokenmill.queued_work.scheduling import TRAINING, Wake, wake_team_of
-from tokenmill.store import ObjectStore
+from tokenmill.store import ObjectStore, delete_now_or_later
 from tokenmill.training.counting.distributed import Counting, Helpers
 from tokenmill.training.mixtures import Drawn
 from tokenmill.training.spec import TrainingSpec
@@ -163,10 +163,7 @@ def _extended(factory: sessionmaker[Session], store: ObjectStore, job: TrainingJ
 
 def discard(store: ObjectStore, prefix: str) -> None:
     """Delete what a job wrote; if the store is away, the sweeper's reconciliation does it later."""
-    try:
-        store.delete_prefix(prefix)
-    except Exception:
-        log.warning("could not delete %s now; reconciliation will", prefix, exc_info=True)
+    delete_now_or_later(store.delete_prefix, prefix)
 
 
 def _corpora(factory: sessionmaker[Session], ids: list[str]) -> list[Corpus]:

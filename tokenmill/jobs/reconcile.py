@@ -17,6 +17,10 @@ removes them:
 - `statistics/<team>/<corpus>.hashes` (a corpus's distinct document hashes,
   tokenmill.corpora.duplicates): kept while the corpus row exists; otherwise deleted once older
   than the grace period (the statistics of a corpus being deleted may still be writing it);
+- `evaluations/<run>/<attempt>/...` (the recipe and the measured parts' sums of a corpus an
+  evaluation run measures in parts, tokenmill.evaluation.parts): kept while the run is queued or
+  running; otherwise deleted (a run with no row, once older than the grace period), as are its
+  `measure_parts` rows;
 - unfinished multipart uploads (S3) and partial writes (a local folder) older than the grace
   period are aborted.
 Keys it does not recognise are left alone.
@@ -32,8 +36,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import transaction, utcnow
-from tokenmill.models import UNFINISHED, Corpus, TokenizerVersion, TrainingJob
-from tokenmill.queued_work.count_parts import forget_finished
+from tokenmill.models import UNFINISHED, Corpus, EvaluationRun, TokenizerVersion, TrainingJob
+from tokenmill.queued_work.parts import forget_finished
 from tokenmill.store import ObjectStore, StoredObject
 
 log = logging.getLogger(__name__)
@@ -62,13 +66,22 @@ def reconcile(factory: sessionmaker[Session], store: ObjectStore, grace_seconds:
             alive = set(session.scalars(select(Corpus.id).where(Corpus.id.in_({c for c in owners.values() if c}))))
         hashes += _delete(store, [o for o, corpus in owners.items()
                                   if corpus is not None and corpus not in alive and o.modified < cutoff])
+    runs = 0
+    for batch in _batches(store.list_objects("evaluations/")):
+        owners = {o: _run_of(o.key) for o in batch}
+        with factory() as session:
+            ids = {run for run in owners.values() if run is not None}
+            statuses = dict(session.execute(select(EvaluationRun.id, EvaluationRun.status).where(EvaluationRun.id.in_(ids))).all())
+        runs += _delete(store, [o for o, run in owners.items() if run is not None and statuses.get(run) not in UNFINISHED
+                                and (run in statuses or o.modified < cutoff)])
     with transaction(factory) as session:
         forget_finished(session)
     aborted = store.abort_unfinished(cutoff)
-    if corpora or versions or hashes or aborted:
-        log.info("reconciliation deleted %d corpus, %d version and %d hash objects, aborted %d uploads",
-                 corpora, versions, hashes, aborted)
-    return {"corpus_objects": corpora, "version_objects": versions, "hash_objects": hashes, "aborted_uploads": aborted}
+    if corpora or versions or hashes or runs or aborted:
+        log.info("reconciliation deleted %d corpus, %d version, %d hash and %d evaluation objects, aborted %d uploads",
+                 corpora, versions, hashes, runs, aborted)
+    return {"corpus_objects": corpora, "version_objects": versions, "hash_objects": hashes, "evaluation_objects": runs,
+            "aborted_uploads": aborted}
 
 
 def _jobs_keeping_files(session: Session, ids: set[uuid.UUID]
@@ -105,6 +118,15 @@ def _corpus_of(key: str) -> uuid.UUID | None:
     parts = key.split("/")
     try:
         return uuid.UUID(parts[2].removesuffix(".hashes")) if len(parts) == 3 and parts[2].endswith(".hashes") else None
+    except ValueError:
+        return None
+
+
+def _run_of(key: str) -> uuid.UUID | None:
+    # evaluations/<run>/<attempt>/...
+    parts = key.split("/")
+    try:
+        return uuid.UUID(parts[1]) if len(parts) >= 3 else None
     except ValueError:
         return None
 

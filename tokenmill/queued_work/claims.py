@@ -14,9 +14,9 @@ job's corpora to count) keeps its claim in its own row, and one mechanism reads 
   it again.
 
 The kinds differ only in the columns they keep this in (a job's `status` and `updated_at`, a
-corpus's `statistics_claimed_at`, a count part's `claims`): `Claims` names them, once per kind,
+corpus's `statistics_claimed_at`, a part's `claims`): `Claims` names them, once per kind,
 below. What the work is, and how it ends, is its own module's (lifecycle.py for jobs and runs,
-corpora/statistics_runs.py, count_parts.py); which row of a queue a worker takes next is
+corpora/statistics_runs.py, parts.py); which row of a queue a worker takes next is
 scheduling.py's.
 """
 
@@ -29,7 +29,7 @@ from sqlalchemy import ColumnElement, func, select, true, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import rowcount, transaction, utcnow
-from tokenmill.models import Corpus, CountPart, EvaluationRun, Status, TrainingJob
+from tokenmill.models import Corpus, CountPart, EvaluationRun, MeasurePart, Status, TrainingJob
 
 # The claim predicates take the table (or an alias of it).
 Rows = Any
@@ -94,14 +94,19 @@ CORPUS_STATISTICS = Claims(
     claimed=lambda now, claimant: {Corpus.statistics_claimed_at: now,
                                    Corpus.statistics_attempts: Corpus.statistics_attempts + 1,
                                    Corpus.statistics_claimed_by: claimant})
-COUNTED = "done"  # a count part's status once its counts are stored
-COUNT_PARTS = Claims(
-    "count parts", CountPart,
-    waiting=lambda rows: rows.status == Status.QUEUED.value, held=lambda rows: rows.status == Status.RUNNING.value,
-    beat=lambda rows: rows.updated_at, attempts=lambda rows: rows.claims,
-    kept=lambda rows: rows.status.in_((Status.RUNNING.value, COUNTED)),
-    claimed=lambda now, claimant: {CountPart.status: Status.RUNNING.value, CountPart.claims: CountPart.claims + 1,
-                                   CountPart.updated_at: now})
+DONE = "done"  # a part's status once its result is stored
+
+
+def _part_claims(name: str, model: type[CountPart] | type[MeasurePart]) -> Claims:
+    return Claims(name, model, waiting=lambda rows: rows.status == Status.QUEUED.value,
+                  held=lambda rows: rows.status == Status.RUNNING.value, beat=lambda rows: rows.updated_at,
+                  attempts=lambda rows: rows.claims, kept=lambda rows: rows.status.in_((Status.RUNNING.value, DONE)),
+                  claimed=lambda now, claimant: {model.status: Status.RUNNING.value, model.claims: model.claims + 1,
+                                                 model.updated_at: now})
+
+
+COUNT_PARTS = _part_claims("count parts", CountPart)
+MEASURE_PARTS = _part_claims("measure parts", MeasurePart)
 
 
 def silence_cutoff(silent_after: float, now: datetime | None = None) -> datetime:

@@ -24,7 +24,6 @@ failed job's clean-up and the store's reconciliation remove them with the rest.
 """
 
 import logging
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -36,27 +35,29 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenizers import Tokenizer
 
 from tokenmill.corpora.hashes import SeenDocuments
+from tokenmill.corpora.ranges import Numbered, Part, part_documents, plan
 from tokenmill.db import transaction
-from tokenmill.errors import InvalidCorpus, JobCancelled, SlowDocument
+from tokenmill.errors import InvalidCorpus, SlowDocument
 from tokenmill.models import Corpus, Status, TrainingJob
-from tokenmill.queued_work.count_parts import (
+from tokenmill.queued_work.heartbeat import Heartbeat
+from tokenmill.queued_work.lifecycle import fail
+from tokenmill.queued_work.limits import WorkLimits
+from tokenmill.queued_work.parts import (
+    COUNTING,
     Planned,
     claim_part,
-    counted_keys,
     finish_part,
     forget_parts,
     part_heartbeat,
     plan_parts,
+    send_helpers,
+    work_through,
 )
-from tokenmill.queued_work.heartbeat import Heartbeat
-from tokenmill.queued_work.lifecycle import fail
-from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.queued_work.progress import Report
 from tokenmill.settings import COUNT_PART_BYTES
-from tokenmill.store import ObjectStore
+from tokenmill.store import ObjectStore, delete_now_or_later
 from tokenmill.training.counting import spills
 from tokenmill.training.counting.merge import Counts, Pruned, gathered, learner_budget
-from tokenmill.training.counting.parts import Part, part_documents, plan, splitter
 from tokenmill.training.mixtures import Drawn, repeated_positions, without_positions
 from tokenmill.training.patterns import SUPERWORD_SPLIT
 from tokenmill.training.regex_limit import REGEX_DOCUMENT_SECONDS, SlowRegex, took_over
@@ -153,11 +154,10 @@ def count_in_parts(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus]
     if spec.deduplicate:
         assert drawn is not None  # Drawn.of makes one for every deduplicating spec
         _find_repeats(store, counting, parts, drawn, report)
-    if helpers.dispatch is not None and helpers.count and len(parts) > 1:
-        try:
-            helpers.dispatch(counting.job_id, counting.attempt, counting.prefix, min(helpers.count, len(parts) - 1))
-        except Exception:
-            log.warning("could not send helpers for job %s; counting alone", counting.job_id, exc_info=True)
+    dispatch = helpers.dispatch
+    send_helpers(None if dispatch is None else lambda count: dispatch(counting.job_id, counting.attempt, counting.prefix,
+                                                                     count),
+                 helpers.count, len(parts), f"job {counting.job_id}")
     keys = _count_all(spec, store, counting, len(parts), report, regex_seconds)
     log.info("job %s: %d parts counted, merging their counts (this process holds %d MiB)", counting.job_id, len(parts),
              psutil.Process().memory_info().rss >> 20)
@@ -172,8 +172,8 @@ def count_in_parts(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus]
 def forget_counts(store: ObjectStore, counting: Counting) -> None:
     """Delete the job's parts and every spill of theirs, once learned from."""
     with transaction(counting.factory) as session:
-        forget_parts(session, counting.job_id)
-    _drop(store.delete_prefix, counts_prefix(counting.prefix))
+        forget_parts(session, COUNTING, counting.job_id)
+    delete_now_or_later(store.delete_prefix, counts_prefix(counting.prefix))
 
 
 def repeats_key(prefix: str, attempt: int, part: int) -> str:
@@ -188,29 +188,11 @@ def _find_repeats(store: ObjectStore, counting: Counting, parts: list[Part], dra
     seen = SeenDocuments()
     for number, part in enumerate(parts):
         report("finding duplicates", 0.0)
-        documents = _Numbered(part_documents(store, part, counting.helpers.max_line_bytes))
+        documents = Numbered(part_documents(store, part, counting.helpers.max_line_bytes))
         positions, kept_bytes = repeated_positions(documents, seen)
         store.put_bytes(repeats_key(counting.prefix, counting.attempt, number), positions.astype("<i8").tobytes())
         drawn.deduplicated_part(part.corpus, documents.count, len(positions), kept_bytes)
     log.info("job %s: %d distinct documents in %d parts", counting.job_id, seen.count, len(parts))
-
-
-class _Numbered:
-    """Documents, counted as they are read (across passes, when `documents` is replaced);
-    `alive` (the coordinator's progress report, which notices a cancel) is called every thousand."""
-
-    def __init__(self, documents: Iterator[str], alive: Callable[[], None] | None = None) -> None:
-        self.documents, self.alive, self.count = documents, alive, 0
-
-    def __iter__(self) -> Iterator[str]:
-        for document in self.documents:
-            if self.alive is not None and self.count % 1000 == 0:
-                self.alive()
-            self.count += 1
-            yield document
-
-    def read(self) -> int:
-        return self.count
 
 
 def _learn(spec: TrainingSpec, counts: Counts, report: Report) -> tuple[Tokenizer, dict[str, bytes]]:
@@ -231,28 +213,26 @@ def _learn(spec: TrainingSpec, counts: Counts, report: Report) -> tuple[Tokenize
 
 
 def _plan(counting: Counting, parts: list[Part]) -> None:
-    plan_parts(counting.factory, counting.job_id, counting.attempt,
+    plan_parts(counting.factory, COUNTING, counting.job_id, counting.attempt,
                (Planned(part.corpus.id, part.start, part.end) for part in parts))
 
 
 def _count_all(spec: TrainingSpec, store: ObjectStore, counting: Counting, total: int, report: Report,
                regex_seconds: float) -> list[str]:
     # Count what no one has claimed (or what a silent worker left), then wait for the others.
-    done: list[str] = []
+    counted = 0
 
     def alive() -> None:  # the coordinator's progress report, which also notices a cancel
-        report("counting", 0.5 * len(done) / max(total, 1))
+        report("counting", 0.5 * counted / max(total, 1))
 
-    while True:
-        count_claimed_parts(counting.factory, store, counting.job_id, counting.attempt, counting.prefix, counting.limits,
-                            spec, counting.helpers.max_line_bytes, alive, regex_seconds)
-        planned, done = counted_keys(counting.factory, counting.job_id, counting.attempt)
-        if planned != total:
-            raise JobCancelled(str(counting.job_id))  # another attempt planned the parts again: the job is not ours
+    def finished(count: int) -> None:
+        nonlocal counted
+        counted = count
         alive()
-        if len(done) == total:
-            return done
-        time.sleep(0.5)
+
+    return work_through(counting.factory, COUNTING, counting.job_id, counting.attempt, total, lambda: count_claimed_parts(
+        counting.factory, store, counting.job_id, counting.attempt, counting.prefix, counting.limits, spec,
+        counting.helpers.max_line_bytes, alive, regex_seconds), finished)
 
 
 def help_counting(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, attempt: int, prefix: str,
@@ -290,7 +270,7 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
 
     splits: list[tuple[str, spills.Split]] = []  # built at the first claim: the coordinator polls here while it waits
     counted = 0
-    while (row := claim_part(factory, job_id, attempt, limits)) is not None:
+    while (row := claim_part(factory, COUNTING, job_id, attempt, limits)) is not None:
         with factory() as session:
             corpus = session.get(Corpus, row.corpus_id)
         if corpus is None:
@@ -300,9 +280,9 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
         part = Part(corpus, row.start, row.end)
         repeats = (np.frombuffer(store.get_bytes(repeats_key(prefix, attempt, row.part)), dtype="<i8")
                    if spec.deduplicate else None)  # read once, for every pass
-        reading = _Numbered(iter(()), alive)
+        reading = Numbered(iter(()), alive)
         try:
-            with part_heartbeat(factory, row, limits, reading.read):  # the claim beats while counting moves
+            with part_heartbeat(factory, COUNTING, row, limits, reading.read):  # the claim beats while counting moves
                 for kind, split in splits:  # a pass over the part's documents for each
                     reading.documents = _documents(store, part, max_line_bytes, repeats)
                     counts = count_pieces(iter(reading), split)  # compiled for a preset (training.splitting)
@@ -312,18 +292,18 @@ def count_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, job_
             assert spec.pre_tokenizer_regex is not None  # only a custom regex's split is limited
             raise SlowRegex(spec.pre_tokenizer_regex, took_over(regex_seconds), where=(
                 f"document {slow.number + 1:,} counted from byte {part.start:,} of corpus {corpus.name!r}")) from None
-        if finish_part(factory, row, key):
+        if finish_part(factory, COUNTING, row, key):
             log.info("counted part %d of job %s (%d bytes)", row.part, job_id, row.end - row.start)
         else:
             for kind, _ in splits:  # taken over meanwhile: the latest claim's counts are the ones kept
-                _drop(store.delete, key + kind)
+                delete_now_or_later(store.delete, key + kind)
         counted += 1
     return counted
 
 
 def _splits(spec: TrainingSpec, regex_seconds: float) -> list[tuple[str, spills.Split]]:
     """What a part is counted into: the spec's pieces, and a superword spec's spans."""
-    splits = [(PIECES, splitter(spec, regex_seconds))]
+    splits = [(PIECES, spills.splitter(spec, regex_seconds))]
     if spec.superword is not None:
         splits.append((SPANS, spills.split_by(SUPERWORD_SPLIT, None)))
     return splits
@@ -334,11 +314,3 @@ def _documents(store: ObjectStore, part: Part, max_line_bytes: int | None,
     """The documents the part owns, without those at `repeats` (deduplicate: seen in an earlier part)."""
     documents = part_documents(store, part, max_line_bytes)
     return documents if repeats is None else without_positions(documents, repeats)
-
-
-def _drop(delete_with: Callable[[str], object], key: str) -> None:
-    """Delete a spill (or every spill, by prefix) now if the store answers; reconciliation otherwise."""
-    try:
-        delete_with(key)
-    except Exception:
-        log.warning("could not delete %s now; reconciliation will", key, exc_info=True)

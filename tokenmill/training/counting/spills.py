@@ -4,7 +4,8 @@ on every core of one) makes and merges.
 - Pieces are what byte-level BPE learns from: the spec's normalizer, then its pre-tokenization
   regex (Python's `regex`, which matches as tiktoken's and rustbpe's engines do on these
   patterns), document by document (`split_by`), each within a time limit if one is given
-  (a custom regex's: tokenmill.training.regex_limit).
+  (a custom regex's: tokenmill.training.regex_limit); for sentencepiece, the words between
+  whitespace (`splitter` says which for a spec).
 - A spill is (piece, count) records sorted by the piece's UTF-8 bytes, zlib-compressed: any
   number of them merge in one streaming pass (`merged`), holding one record of each.
 
@@ -17,11 +18,14 @@ import struct
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import regex
 
 from tokenmill.errors import SlowDocument
+
+if TYPE_CHECKING:
+    from tokenmill.training.spec import TrainingSpec
 
 RECORD = struct.Struct("<IQ")  # piece length in bytes, count
 # A limited split's allowance beyond its limit, for a long document's length: about a tenth of the
@@ -123,3 +127,16 @@ def weighted(records: Iterable[tuple[bytes, int]], weight: float) -> Iterator[tu
         return
     for piece, seen in records:
         yield piece, seen * weight
+
+
+def splitter(spec: "TrainingSpec", regex_seconds: float | None = None) -> Split:
+    """How a document becomes the pieces the spec's library learns from; a custom regex's
+    split raises TimeoutError past `regex_seconds` on one document."""
+    if spec.library == "sentencepiece":
+        return str.split
+    from tokenmill.training import with_tokenizers
+    from tokenmill.training.regex_limit import limit_of
+
+    assert spec.regex_pattern is not None  # the byte-level libraries refuse a spec without one
+    return split_by(spec.regex_pattern, with_tokenizers.normalizer_of(spec),
+                    limit_of(spec.pre_tokenizer_regex, regex_seconds))

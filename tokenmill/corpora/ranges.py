@@ -1,23 +1,18 @@
-"""Counting a corpus in parts: byte ranges of its stored object and the pieces each holds
-(counted and spilled as `tokenmill.training.counting.spills` says).
+"""Byte ranges of a stored corpus (stored decompressed, so a ranged read lands anywhere), for work
+spread over workers: a training job's counting (tokenmill.training.counting) and an evaluation's
+measuring (tokenmill.evaluation.parts).
 
-- A part is a byte range [start, end) of a stored corpus (stored decompressed, so a ranged read
-  lands anywhere). It owns the lines that start inside it: a reader starting mid-line skips to
-  the next line, and the last line is read to its end past `end`. Every line of a corpus is in
-  exactly one part, whatever the part size.
-- Pieces are what a tokenizer learns from: for byte-level BPE, the spec's normalizer then its
-  pre-tokenization regex (`spills.split_by`; a custom one within a time limit per document); for
-  sentencepiece, the words between whitespace.
+A range [start, end) owns the lines that start inside it: a reader starting mid-line skips to the
+next line, and the last line is read to its end past `end`. Every line of a corpus is in exactly
+one range, whatever the range size.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tokenmill.corpora.reading import documents_of
 from tokenmill.models import Corpus
 from tokenmill.store import ObjectStore
-from tokenmill.training.counting.spills import Split, split_by
-from tokenmill.training.spec import TrainingSpec
 
 
 @dataclass(frozen=True)
@@ -81,14 +76,20 @@ def part_documents(store: ObjectStore, part: Part, max_line_bytes: int | None = 
     return documents_of(part_bytes(store, part.corpus.storage_key, part.start, part.end), part.corpus, max_line_bytes)
 
 
-def splitter(spec: TrainingSpec, regex_seconds: float | None = None) -> Split:
-    """How a document becomes the pieces the spec's library learns from; a custom regex's
-    split raises TimeoutError past `regex_seconds` on one document."""
-    if spec.library == "sentencepiece":
-        return str.split
-    from tokenmill.training import with_tokenizers
-    from tokenmill.training.regex_limit import limit_of
+class Numbered:
+    """Documents, counted as they are read (across passes, when `documents` is replaced), for a
+    part's heartbeat; `alive` (a coordinator's progress report, which notices a cancel) is called
+    every thousand."""
 
-    assert spec.regex_pattern is not None  # the byte-level libraries refuse a spec without one
-    return split_by(spec.regex_pattern, with_tokenizers.normalizer_of(spec),
-                    limit_of(spec.pre_tokenizer_regex, regex_seconds))
+    def __init__(self, documents: Iterator[str], alive: Callable[[], None] | None = None) -> None:
+        self.documents, self.alive, self.count = documents, alive, 0
+
+    def __iter__(self) -> Iterator[str]:
+        for document in self.documents:
+            if self.alive is not None and self.count % 1000 == 0:
+                self.alive()
+            self.count += 1
+            yield document
+
+    def read(self) -> int:
+        return self.count

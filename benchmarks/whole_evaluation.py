@@ -35,11 +35,11 @@ os.environ.update({"TOKENMILL_EVALUATION_THREADS": "1", "TOKENMILL_EVALUATION_SA
 HELPER = """
 import sys, uuid
 from tokenmill.db import make_engine, make_sessionmaker
-from tokenmill.evaluation.parts import help_measuring
+from tokenmill.evaluation.parts import help_measuring, run_owner
 from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.store import open_store
 factory = make_sessionmaker(make_engine(sys.argv[1]))
-print(help_measuring(factory, open_store(sys.argv[2]), uuid.UUID(sys.argv[3]), int(sys.argv[4]), WorkLimits()))
+print(help_measuring(factory, open_store(sys.argv[2]), run_owner(uuid.UUID(sys.argv[3]), int(sys.argv[4])), WorkLimits()))
 """
 
 
@@ -90,9 +90,9 @@ def whole(factory, store, database_url: str, store_url: str, team, corpus, refer
 
     started_helpers: list[subprocess.Popen] = []
 
-    def dispatch(run_id, attempt, count):
-        started_helpers.extend(subprocess.Popen([sys.executable, "-c", HELPER, database_url, store_url, str(run_id),
-                                                 str(attempt)]) for _ in range(count))
+    def dispatch(owner, count):
+        started_helpers.extend(subprocess.Popen([sys.executable, "-c", HELPER, database_url, store_url,
+                                                 str(owner.owner_id), str(owner.attempt)]) for _ in range(count))
 
     with transaction(factory) as session:
         run = submit_run(session, session.get_one(Team, team.id), None, None, reference, [str(corpus.id)])

@@ -242,3 +242,14 @@ class MeasurePart(WorkPart, Base):
     owner_id: Mapped[uuid.UUID] = mapped_column("run_id", ForeignKey("evaluation_runs.id", ondelete="CASCADE"),
                                                 primary_key=True)
     result_key: Mapped[str | None] = mapped_column(String(500))
+
+
+class JobMeasurePart(WorkPart, Base):
+    """A part of a corpus a training job measures whole when it evaluates its new version, as an
+    evaluation run's (MeasurePart); its metrics' sums are stored under the job's prefix."""
+
+    __tablename__ = "job_measure_parts"
+
+    owner_id: Mapped[uuid.UUID] = mapped_column("job_id", ForeignKey("training_jobs.id", ondelete="CASCADE"),
+                                                primary_key=True)
+    result_key: Mapped[str | None] = mapped_column(String(500))

@@ -18,12 +18,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from tokenmill.corpora.statistics_runs import abandon_statistics, run_next_statistics
 from tokenmill.db import make_engine, make_sessionmaker
 from tokenmill.errors import TransientError
-from tokenmill.evaluation.parts import MeasureHelpers, help_measuring
+from tokenmill.evaluation.parts import MeasureHelpers, Owner, help_measuring
 from tokenmill.evaluation.pipeline import abandon_run, run_next_evaluation
 from tokenmill.jobs.pipeline import abandon_job, run_next_job
 from tokenmill.queued_work import task_names
 from tokenmill.queued_work.lifecycle import TIME_LIMIT, TRANSIENT
 from tokenmill.queued_work.limits import WorkLimits
+from tokenmill.queued_work.parts import KINDS
 from tokenmill.settings import get_settings
 from tokenmill.store import ObjectStore, open_store
 from tokenmill.training.counting.distributed import Helpers, help_counting
@@ -111,7 +112,7 @@ def train(self: Any, job_id: str) -> str:
     helpers = Helpers(send_counters, settings.count_helpers, settings.count_part_bytes, settings.max_line_bytes)
     try:
         return run_next_job(factory, store, uuid.UUID(job_id), WorkLimits.of(settings), helpers, self.request.id,
-                            sender(train, "job_id"))
+                            sender(train, "job_id"), measure_helpers())
     except RETRIED as exc:  # the claim itself may find the database away
         raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries)) from exc
 
@@ -126,29 +127,34 @@ def count_parts(job_id: str, attempt: int, prefix: str) -> int:
                          regex_seconds=limits.regex_seconds)
 
 
-def send_measurers(run_id: uuid.UUID, attempt: int, helpers: int) -> None:
+def send_measurers(owner: Owner, helpers: int) -> None:
     """A group of measure tasks on the broker: each claims and measures parts until none is left."""
-    group(measure_parts.s(run_id=str(run_id), attempt=attempt) for _ in range(helpers)).apply_async(
-        expires=get_settings().task_expires)
+    group(measure_parts.s(kind=owner.kind.name, owner_id=str(owner.owner_id), attempt=owner.attempt,
+                          prefix=owner.prefix) for _ in range(helpers)).apply_async(expires=get_settings().task_expires)
 
 
 @app.task(name=task_names.MEASURE_PARTS, ignore_result=True)
-def measure_parts(run_id: str, attempt: int) -> int:
-    # Helps an evaluation run measure a corpus whole; its coordinator re-claims whatever a dead helper left.
+def measure_parts(kind: str, owner_id: str, attempt: int, prefix: str) -> int:
+    # Helps a run or a job measure a corpus whole; its coordinator re-claims whatever a dead helper left.
     factory, store = resources()
     settings = get_settings()
-    return help_measuring(factory, store, uuid.UUID(run_id), attempt, WorkLimits.of(settings), settings.max_line_bytes)
+    return help_measuring(factory, store, Owner(KINDS[kind], uuid.UUID(owner_id), attempt, prefix),
+                          WorkLimits.of(settings), settings.max_line_bytes)
+
+
+def measure_helpers() -> MeasureHelpers:
+    """How this worker's runs and jobs get help measuring a corpus whole."""
+    settings = get_settings()
+    return MeasureHelpers(send_measurers, settings.evaluation_helpers, settings.evaluation_part_bytes,
+                          settings.max_line_bytes)
 
 
 @app.task(name=task_names.EVALUATE, base=LimitedTask, bind=True, ignore_result=True, max_retries=3)
 def evaluate(self: Any, run_id: str) -> str:
     factory, store = resources()
-    settings = get_settings()
-    helpers = MeasureHelpers(send_measurers, settings.evaluation_helpers, settings.evaluation_part_bytes,
-                             settings.max_line_bytes)
     try:
-        return run_next_evaluation(factory, store, uuid.UUID(run_id), WorkLimits.of(settings), self.request.id,
-                                   sender(evaluate, "run_id"), helpers)
+        return run_next_evaluation(factory, store, uuid.UUID(run_id), WorkLimits.of(get_settings()), self.request.id,
+                                   sender(evaluate, "run_id"), measure_helpers())
     except RETRIED as exc:
         raise self.retry(exc=exc, countdown=retry_in(exc, self.request.retries)) from exc
 

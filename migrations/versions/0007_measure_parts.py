@@ -1,5 +1,6 @@
 """Whole-corpus evaluation spread over workers: the byte ranges of the corpora an evaluation run
-measures whole, claimed and measured by any worker
+(measure_parts) or a training job evaluating its version (job_measure_parts) measures whole,
+claimed and measured by any worker
 
 Revision ID: 0007
 Revises: 0006
@@ -16,25 +17,28 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.create_table(
-        'measure_parts',
-        sa.Column('run_id', sa.Uuid(), nullable=False),
-        sa.Column('attempt', sa.Integer(), nullable=False),
-        sa.Column('part', sa.Integer(), nullable=False),
-        sa.Column('corpus_id', sa.Uuid(), nullable=False),
-        sa.Column('start', sa.BigInteger(), nullable=False),
-        sa.Column('end', sa.BigInteger(), nullable=False),
-        sa.Column('status', sa.String(length=20), nullable=False),
-        sa.Column('claims', sa.Integer(), nullable=False),
-        sa.Column('result_key', sa.String(length=500), nullable=True),
-        sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(['run_id'], ['evaluation_runs.id'], name=op.f('fk_measure_parts_run_id_evaluation_runs'),
-                                ondelete='CASCADE'),
-        sa.ForeignKeyConstraint(['corpus_id'], ['corpora.id'], name=op.f('fk_measure_parts_corpus_id_corpora'),
-                                ondelete='CASCADE'),
-        sa.PrimaryKeyConstraint('run_id', 'attempt', 'part', name=op.f('pk_measure_parts')),
-    )
+    for table, owner, owners in (('measure_parts', 'run_id', 'evaluation_runs'),
+                                 ('job_measure_parts', 'job_id', 'training_jobs')):
+        op.create_table(
+            table,
+            sa.Column(owner, sa.Uuid(), nullable=False),
+            sa.Column('attempt', sa.Integer(), nullable=False),
+            sa.Column('part', sa.Integer(), nullable=False),
+            sa.Column('corpus_id', sa.Uuid(), nullable=False),
+            sa.Column('start', sa.BigInteger(), nullable=False),
+            sa.Column('end', sa.BigInteger(), nullable=False),
+            sa.Column('status', sa.String(length=20), nullable=False),
+            sa.Column('claims', sa.Integer(), nullable=False),
+            sa.Column('result_key', sa.String(length=500), nullable=True),
+            sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+            sa.ForeignKeyConstraint([owner], [f'{owners}.id'], name=op.f(f'fk_{table}_{owner}_{owners}'),
+                                    ondelete='CASCADE'),
+            sa.ForeignKeyConstraint(['corpus_id'], ['corpora.id'], name=op.f(f'fk_{table}_corpus_id_corpora'),
+                                    ondelete='CASCADE'),
+            sa.PrimaryKeyConstraint(owner, 'attempt', 'part', name=op.f(f'pk_{table}')),
+        )
 
 
 def downgrade() -> None:
+    op.drop_table('job_measure_parts')
     op.drop_table('measure_parts')

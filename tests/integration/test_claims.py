@@ -10,6 +10,7 @@ from tokenmill.models import Corpus, EvaluationRun, Status, TrainingJob
 from tokenmill.queued_work.claims import (
     CORPUS_STATISTICS,
     COUNT_PARTS,
+    JOB_MEASURE_PARTS,
     JOBS,
     MEASURE_PARTS,
     RUNS,
@@ -36,8 +37,8 @@ def _job(team_id: uuid.UUID) -> TrainingJob:
 def waiting_row(session, claims: Claims):
     """A row of this kind waiting for its first claim, and the condition that selects it."""
     team = create_team(session, f"claims-{uuid.uuid4().hex[:8]}")[0]
-    if claims in (COUNT_PARTS, MEASURE_PARTS):
-        owner = _job(team.id) if claims is COUNT_PARTS else EvaluationRun(team_id=team.id, corpus_ids=[])
+    if claims in (COUNT_PARTS, MEASURE_PARTS, JOB_MEASURE_PARTS):
+        owner = EvaluationRun(team_id=team.id, corpus_ids=[]) if claims is MEASURE_PARTS else _job(team.id)
         corpus = _corpus(team.id)
         session.add_all([owner, corpus])
         session.flush()
@@ -52,7 +53,7 @@ def waiting_row(session, claims: Claims):
     return claims.model.id == row.id
 
 
-@pytest.fixture(params=[JOBS, RUNS, CORPUS_STATISTICS, COUNT_PARTS, MEASURE_PARTS], ids=lambda claims: claims.name)
+@pytest.fixture(params=[JOBS, RUNS, CORPUS_STATISTICS, COUNT_PARTS, MEASURE_PARTS, JOB_MEASURE_PARTS], ids=lambda claims: claims.name)
 def kind(request, sessionmaker):
     with transaction(sessionmaker) as session:
         row = waiting_row(session, request.param)

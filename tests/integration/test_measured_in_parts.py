@@ -1,6 +1,6 @@
-"""A corpus measured whole by several workers (tokenmill.evaluation.parts), on PostgreSQL and S3: any
-number of workers and parts give the metrics of one pass, a part left by a dead helper is measured
-again, and nothing is left behind."""
+"""A corpus measured whole by several workers (tokenmill.evaluation.parts), on PostgreSQL and S3, for
+an evaluation run and for a training job's own evaluation: any number of workers and parts give the
+metrics of one pass, a part left by a dead helper is measured again, and nothing is left behind."""
 
 import json
 import threading
@@ -18,9 +18,9 @@ from tokenmill.evaluation.measuring import evaluate_version, measure_corpus
 from tokenmill.evaluation.parts import MeasureHelpers, measure_claimed_parts, run_prefix
 from tokenmill.evaluation.pipeline import run_evaluation
 from tokenmill.evaluation.submission import submit_run
-from tokenmill.jobs.pipeline import run_training_job
+from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.jobs.submission import submit_job
-from tokenmill.models import Evaluation, EvaluationRun, MeasurePart, Team, TokenizerVersion
+from tokenmill.models import Evaluation, EvaluationRun, JobMeasurePart, MeasurePart, Team, TokenizerVersion, TrainingJob
 from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.queued_work.parts import MEASURING, claim_part
 from tokenmill.teams import create_team
@@ -92,15 +92,15 @@ def _same(measured: dict, expected: dict) -> None:
 
 def _helping(sessionmaker, store, outcomes: list, started: list):
     # Helpers as other workers would run them: threads with their own sessions, sent by the run.
-    def helper(run_id, attempt):
+    def helper(owner):
         try:
-            outcomes.append(measure_claimed_parts(sessionmaker, store, run_id, attempt, WorkLimits()))
+            outcomes.append(measure_claimed_parts(sessionmaker, store, owner, WorkLimits()))
         except Exception as exc:
             outcomes.append(exc)
 
-    def dispatch(run_id, attempt, count):
+    def dispatch(owner, count):
         for _ in range(count):
-            thread = threading.Thread(target=helper, args=(run_id, attempt))
+            thread = threading.Thread(target=helper, args=(owner,))
             thread.start()
             started.append(thread)
     return dispatch
@@ -131,8 +131,8 @@ def test_a_part_left_by_a_dead_helper_is_measured_again(sessionmaker, store, tea
     # it over once it has been silent for `silent_after`.
     claims = []
 
-    def dispatch(run_id, attempt, count):
-        claims.append(claim_part(sessionmaker, MEASURING, run_id, attempt, WorkLimits()))
+    def dispatch(owner, count):
+        claims.append(claim_part(sessionmaker, MEASURING, owner.owner_id, owner.attempt, WorkLimits()))
 
     run_id = _run(sessionmaker, store, team, corpora[:1], None, "gpt2", WorkLimits(silent_after=1),
                   MeasureHelpers(dispatch=dispatch, count=1, part_bytes=PART_BYTES))
@@ -149,3 +149,27 @@ def test_a_corpus_of_one_part_is_measured_here_without_helpers(sessionmaker, sto
     with sessionmaker() as session:
         assert session.get_one(EvaluationRun, run_id).status == "succeeded"
     assert len(_run_metrics(sessionmaker, store, run_id)) == len(corpora)
+
+
+def test_a_jobs_evaluation_of_a_corpus_measured_whole_is_spread_too(sessionmaker, store, team_corpus_versions):
+    team, corpora, _ = team_corpus_versions
+    outcomes: list = []
+    started: list[threading.Thread] = []
+    with transaction(sessionmaker) as session:
+        job, _ = submit_job(session, team, "parts-job", {"vocab_size": 1500}, [str(corpora[0].id)],
+                            [str(corpus.id) for corpus in corpora])
+    helpers = MeasureHelpers(dispatch=_helping(sessionmaker, store, outcomes, started), count=2, part_bytes=PART_BYTES)
+    assert run_training_job(sessionmaker, store, job.id, WorkLimits(), measuring=helpers) == "succeeded"
+    for thread in started:
+        thread.join(60)
+    # Two helpers for each corpus the version is measured on, and for each reference not yet measured on it.
+    assert len(started) >= 2 * len(corpora) and len(started) % 2 == 0
+    assert all(isinstance(outcome, int) for outcome in outcomes) and sum(outcomes) > 0, outcomes
+    with sessionmaker() as session:
+        version = session.scalars(select(TokenizerVersion).where(TokenizerVersion.job_id == job.id)).one()
+        rows = session.scalars(select(Evaluation).where(Evaluation.version_id == version.id)).all()
+        assert session.scalar(select(func.count()).select_from(JobMeasurePart)
+                              .where(JobMeasurePart.owner_id == job.id)) == 0
+        job_row = session.get_one(TrainingJob, job.id)
+    assert not list(store.list_objects(f"{job_prefix(job_row)}/measures/"))
+    _same({row.corpus_id: row.metrics for row in rows}, _one_pass(store, corpora, version, None))

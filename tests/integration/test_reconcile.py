@@ -54,21 +54,24 @@ def test_reconciliation_removes_orphans_and_keeps_what_rows_name(sessionmaker, o
         f"{job_prefix(failed)}/tokenizer.json",  # a failed job's partial files
         f"versions/{team.id}/{uuid.uuid4()}/tokenizer.json",  # a job that no longer exists (or an import never registered)
         f"statistics/{team.id}/{uuid.uuid4()}.hashes",  # the hashes of a corpus deleted while the store was away
+        f"{job_prefix(made)}/measures/1/0-1.npz",  # a measured part's sums, left by a store away when the job ended
     }
-    vanished = next(k for k in orphans if k.startswith("versions/") and not k.startswith(job_prefix(failed)))
+    vanished = next(k for k in orphans if k.startswith("versions/") and not k.startswith((job_prefix(failed), job_prefix(made))))
     hashes = next(k for k in orphans if k.startswith("statistics/"))
-    kept = {corpus_key, f"{job_prefix(running)}/tokenizer.json", "elsewhere/not-ours",
+    kept = {corpus_key, f"{job_prefix(running)}/tokenizer.json", f"{job_prefix(running)}/measures/1/0-1.npz",
+            "elsewhere/not-ours",
             f"statistics/{team.id}/{corpus.id}.hashes"} | version_files
     for key in orphans | (kept - version_files - {corpus_key}):
         store.put_bytes(key, b"x")
     upload = store.client.create_multipart_upload(Bucket=store.bucket, Key=store._key(f"corpora/{team.id}/{uuid.uuid4()}"))
 
     # Within the grace period an unnamed corpus object may be an upload about to be registered, and
-    # a version object named by no row an import about to be. A failed job's files go at once.
+    # a version object named by no row an import about to be. A failed job's files go at once, as do
+    # an ended job's measured parts.
     # (moto dates every multipart upload 2010, so the upload counts as stale in both passes.)
     early = reconcile(sessionmaker, store, grace_seconds=3600)
-    assert (early["corpus_objects"], early["version_objects"]) == (0, 1)
-    assert keys(store) == kept | (orphans - {f"{job_prefix(failed)}/tokenizer.json"})
+    assert (early["corpus_objects"], early["version_objects"]) == (0, 2)
+    assert keys(store) == kept | (orphans - {f"{job_prefix(failed)}/tokenizer.json", f"{job_prefix(made)}/measures/1/0-1.npz"})
     assert vanished in keys(store) and hashes in keys(store)
 
     result = reconcile(sessionmaker, store, grace_seconds=-1)

@@ -217,7 +217,7 @@ def evaluate_version(
 
 def evaluate_references(
     factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.UUID, corpora: Sequence[Corpus],
-    names: Sequence[str] = BASELINES,
+    names: Sequence[str] = BASELINES, spread: "Spread | None" = None,
 ) -> list[Evaluation]:
     """Reference evaluations of the corpora that lack them (corpora are immutable, so once is
     enough), stored in a transaction of their own: none is open while the corpora are measured."""
@@ -234,7 +234,8 @@ def evaluate_references(
                 continue
             encoder = reference_encoder(name)
             for corpus in missing:
-                rows.append(evaluation_row(team_id, corpus, measure_corpus(encoder, store, corpus), reference=name))
+                rows.append(evaluation_row(team_id, corpus, measure_corpus(encoder, store, corpus, spread=spread),
+                                           reference=name))
     with transaction(factory) as session:
         session.add_all(rows)
     return rows

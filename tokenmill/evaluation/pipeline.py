@@ -16,7 +16,7 @@ from tokenmill.corpora.rows import existing_corpora
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.evaluation.encoders import encoding_threads, reference_encoder
 from tokenmill.evaluation.measuring import evaluate_version, evaluation_row, measure_corpus
-from tokenmill.evaluation.parts import MeasureHelpers, Spread, discard_spread
+from tokenmill.evaluation.parts import MeasureHelpers, Spread, discard_spread, run_owner
 from tokenmill.evaluation.reports import has_version_curve
 from tokenmill.models import Corpus, EvaluationRun, Status, TokenizerVersion
 from tokenmill.queued_work.lifecycle import (
@@ -68,7 +68,7 @@ def _run(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, 
         # The vocabulary-size curve is measured once per version: by this run only if none has been.
         curve = version is not None and not has_version_curve(session, version.id)
 
-    spread = Spread(factory, run_id, run.attempts, limits, helpers)
+    spread = Spread(factory, run_owner(run_id, run.attempts), limits, helpers)
 
     def work() -> str:
         results = _measure(store, run, version, corpora, curve, spread)
@@ -84,7 +84,7 @@ def _run(factory: sessionmaker[Session], store: ObjectStore, run_id: uuid.UUID, 
 
     # What a run writes to the store is the sums of a corpus measured in parts.
     return run_claimed(factory, EvaluationRun, run_id, run.attempts, limits, work,
-                       lambda: discard_spread(store, run_id, run.attempts), "evaluation")
+                       lambda: discard_spread(store, spread.owner), "evaluation")
 
 
 def _measure(store: ObjectStore, run: EvaluationRun, version: TokenizerVersion | None,

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from importlib.metadata import version as package_version
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -43,6 +43,9 @@ from tokenmill.training.spec import TrainingSpec
 from tokenmill.training.version_files import TrainedFiles, train_version_files, training_texts
 from tokenmill.training.with_tokenizers import determinism
 from tokenmill.versions.registry import next_version_number
+
+if TYPE_CHECKING:  # the evaluation engine is imported only when a job evaluates
+    from tokenmill.evaluation.parts import MeasureHelpers, Spread
 
 log = logging.getLogger(__name__)
 
@@ -76,39 +79,42 @@ def lineage(spec: TrainingSpec, corpora: list[Corpus], job_id: uuid.UUID) -> dic
 
 
 def run_next_job(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, limits: WorkLimits,
-                 helpers: Helpers | None = None, claimant: str | None = None, wake: Wake | None = None) -> str:
+                 helpers: Helpers | None = None, claimant: str | None = None, wake: Wake | None = None,
+                 measuring: "MeasureHelpers | None" = None) -> str:
     """What a task message for `job_id` does: take that job over if it fell silent, else start the
     fair next job of any team; returns the status of the job it ran, or "idle". When the job
     ends and its team has queued jobs, `wake` sends a message for the oldest of them."""
     started = claim_in_turn(factory, TRAINING, job_id, limits, claimant)
     if started is None:
         return "idle"
-    status = _run(factory, store, started, limits, helpers)
+    status = _run(factory, store, started, limits, helpers, measuring)
     if wake is not None:
         wake_team_of(factory, TRAINING, started, wake)
     return status
 
 
 def run_training_job(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID,
-                     limits: WorkLimits = WorkLimits(), helpers: Helpers | None = None) -> str:
+                     limits: WorkLimits = WorkLimits(), helpers: Helpers | None = None,
+                     measuring: "MeasureHelpers | None" = None) -> str:
     """Run this training job to its end, whatever the turn; returns the job's final status (or
     why it did not run). `helpers` sends the counting tasks of a `counting: distributed` job
-    (without it, this worker counts every part itself)."""
+    (without it, this worker counts every part itself); `measuring`, the measuring tasks of an
+    evaluation corpus measured whole (without it, this worker measures it all)."""
     outcome = claim(factory, TrainingJob, job_id, limits)
     if outcome is not Claim.CLAIMED:
         return str(outcome.value)  # str() for mypy, which types the value of two members as Any
-    return _run(factory, store, job_id, limits, helpers)
+    return _run(factory, store, job_id, limits, helpers, measuring)
 
 
 def _run(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, limits: WorkLimits,
-         helpers: Helpers | None) -> str:
+         helpers: Helpers | None, measuring: "MeasureHelpers | None") -> str:
     # A claimed job, to its end.
     with factory() as session:
         job = session.get_one(TrainingJob, job_id)
     prefix = job_prefix(job)
 
     def work() -> str:
-        _train_and_register(factory, store, job, prefix, limits, helpers or Helpers())
+        _train_and_register(factory, store, job, prefix, limits, helpers or Helpers(), measuring)
         return Status.SUCCEEDED
 
     return run_claimed(factory, TrainingJob, job_id, job.attempts, limits, work, lambda: discard(store, prefix),
@@ -116,7 +122,7 @@ def _run(factory: sessionmaker[Session], store: ObjectStore, job_id: uuid.UUID, 
 
 
 def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job: TrainingJob, prefix: str,
-                        limits: WorkLimits, helpers: Helpers) -> None:
+                        limits: WorkLimits, helpers: Helpers, measuring: "MeasureHelpers | None") -> None:
     corpora = _corpora(factory, job.train_corpus_ids)
     if len(corpora) != len(job.train_corpus_ids):
         raise TokenmillError("a training corpus was deleted after the job was submitted")
@@ -141,7 +147,7 @@ def _train_and_register(factory: sessionmaker[Session], store: ObjectStore, job:
     seconds = time.monotonic() - started
     for name, data in trained.files.items():
         store.put_bytes(f"{prefix}/{name}", data)
-    results = _evaluate(factory, store, job, trained, report)
+    results = _evaluate(factory, store, job, trained, report, Measuring(prefix, limits, measuring))
     report("registering", 0.95, force=True)
     number = _register(factory, job, spec, trained, info, prefix, seconds, memory.peak, results)
     log.info("job %s produced %s v%s", job.id, job.tokenizer, number)
@@ -171,29 +177,41 @@ def _corpora(factory: sessionmaker[Session], ids: list[str]) -> list[Corpus]:
         return existing_corpora(session, ids)
 
 
+class Measuring(NamedTuple):
+    """What the job's evaluation needs to spread a corpus measured whole over workers."""
+
+    prefix: str  # the job's
+    limits: WorkLimits
+    helpers: "MeasureHelpers | None"
+
+
 def _evaluate(factory: sessionmaker[Session], store: ObjectStore, job: TrainingJob, trained: TrainedFiles,
-              report: Reporter) -> Results:
+              report: Reporter, measuring: Measuring) -> Results:
     """The new version's metrics on each evaluation corpus, the references' made where missing."""
     targets = _corpora(factory, job.eval_corpus_ids)
     if not targets:
         return []  # nothing to measure: the evaluation kernels (numba, ~75 MiB) are never imported
     from tokenmill.evaluation.measuring import evaluate_version
+    from tokenmill.evaluation.parts import Spread, job_owner
 
+    spread = None if measuring.helpers is None else Spread(
+        factory, job_owner(job.id, job.attempts, measuring.prefix), measuring.limits, measuring.helpers)
     report("evaluating", 0.85, force=True)
     results = evaluate_version(store, job.tokenizer, trained.files, targets,
-                               lambda done: report("evaluating", 0.85 + 0.08 * done))
+                               lambda done: report("evaluating", 0.85 + 0.08 * done), spread=spread)
     report("evaluating references", 0.93, force=True)
-    _reference_baselines(factory, store, job.team_id, targets)
+    _reference_baselines(factory, store, job.team_id, targets, spread)
     return results
 
 
-def _reference_baselines(factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.UUID, corpora: list[Corpus]) -> None:
+def _reference_baselines(factory: sessionmaker[Session], store: ObjectStore, team_id: uuid.UUID, corpora: list[Corpus],
+                         spread: "Spread | None") -> None:
     # GPT-2, cl100k and o200k on the same corpora, once per corpus; a failure here costs the
     # dashboard its baselines for a while, never the version.
     from tokenmill.evaluation.measuring import evaluate_references
 
     try:
-        evaluate_references(factory, store, team_id, corpora)
+        evaluate_references(factory, store, team_id, corpora, spread=spread)
     except Exception:
         log.exception("reference evaluations failed for team %s", team_id)
 

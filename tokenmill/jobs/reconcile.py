@@ -8,8 +8,9 @@ removes them:
   than the grace period (an upload being registered has no row yet);
 - `versions/<team>/<job>/<file>`: kept while its job is queued or running, or when the job
   made a version; otherwise deleted (failed, cancelled or deleted jobs); its spilled
-  counts (`.../counts/...`, distributed counting) only while the job runs, as are its
-  `count_parts` rows;
+  counts (`.../counts/...`, distributed counting) and measured parts (`.../measures/...`, an
+  evaluation corpus measured whole) only while the job runs, as are its `count_parts` and
+  `job_measure_parts` rows;
 - `versions/<team>/<version>/<file>`: an imported version's (tokenmill.versions.importing),
   named by the version's own id: kept while the version exists; an id that names neither a
   job nor a version (an import being registered, a vanished job) is deleted once older than
@@ -98,8 +99,9 @@ def _jobs_keeping_files(session: Session, ids: set[uuid.UUID]
 
 
 def _kept(key: str, job: uuid.UUID, working: set[uuid.UUID], made: set[uuid.UUID | None]) -> bool:
-    # A job's spilled counts (versions/<team>/<job>/counts/...) are needed only while it runs.
-    if key.split("/")[3:4] == ["counts"]:
+    # A job's spilled counts and measured parts (versions/<team>/<job>/counts/..., .../measures/...)
+    # are needed only while it runs.
+    if key.split("/")[3:4] in (["counts"], ["measures"]):
         return job in working
     return job in working or job in made
 

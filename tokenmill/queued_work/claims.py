@@ -29,7 +29,7 @@ from sqlalchemy import ColumnElement, func, select, true, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import rowcount, transaction, utcnow
-from tokenmill.models import Corpus, CountPart, EvaluationRun, MeasurePart, Status, TrainingJob
+from tokenmill.models import Corpus, CountPart, EvaluationRun, JobMeasurePart, MeasurePart, Status, TrainingJob
 
 # The claim predicates take the table (or an alias of it).
 Rows = Any
@@ -97,7 +97,7 @@ CORPUS_STATISTICS = Claims(
 DONE = "done"  # a part's status once its result is stored
 
 
-def _part_claims(name: str, model: type[CountPart] | type[MeasurePart]) -> Claims:
+def _part_claims(name: str, model: type[CountPart] | type[MeasurePart] | type[JobMeasurePart]) -> Claims:
     return Claims(name, model, waiting=lambda rows: rows.status == Status.QUEUED.value,
                   held=lambda rows: rows.status == Status.RUNNING.value, beat=lambda rows: rows.updated_at,
                   attempts=lambda rows: rows.claims, kept=lambda rows: rows.status.in_((Status.RUNNING.value, DONE)),
@@ -107,6 +107,7 @@ def _part_claims(name: str, model: type[CountPart] | type[MeasurePart]) -> Claim
 
 COUNT_PARTS = _part_claims("count parts", CountPart)
 MEASURE_PARTS = _part_claims("measure parts", MeasurePart)
+JOB_MEASURE_PARTS = _part_claims("job measure parts", JobMeasurePart)
 
 
 def silence_cutoff(silent_after: float, now: datetime | None = None) -> datetime:

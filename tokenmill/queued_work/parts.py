@@ -2,8 +2,9 @@
 plans, any worker claims part by part, finishes with the key of what it stored, and that are
 forgotten when the owner ends.
 
-Two kinds: a training job's parts to count (`COUNTING`, tokenmill.training.counting) and an
-evaluation run's parts to measure (`MEASURING`, tokenmill.evaluation.parts). A part's claim is like
+Three kinds: a training job's parts to count (`COUNTING`, tokenmill.training.counting), and the
+parts of a corpus measured whole (tokenmill.evaluation.parts) by an evaluation run (`MEASURING`)
+or by a training job evaluating its version (`MEASURING_FOR_JOBS`). A part's claim is like
 any queued work's (claims.py: claimed when queued or silent, counted in `claims`, kept alive by
 the heartbeat while its work moves). Its claims are not bounded by the owner's attempts: a part
 whose worker failed or stalled is taken again by another, within the owner's own time limit.
@@ -21,10 +22,20 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.errors import JobCancelled
-from tokenmill.models import UNFINISHED, CountPart, EvaluationRun, MeasurePart, Status, TrainingJob, WorkPart
+from tokenmill.models import (
+    UNFINISHED,
+    CountPart,
+    EvaluationRun,
+    JobMeasurePart,
+    MeasurePart,
+    Status,
+    TrainingJob,
+    WorkPart,
+)
 from tokenmill.queued_work.claims import (
     COUNT_PARTS,
     DONE,
+    JOB_MEASURE_PARTS,
     MEASURE_PARTS,
     Claims,
     beat,
@@ -40,10 +51,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Parts:
-    """One kind of parts: their table, their owner's table, and where they keep their claims."""
+    """One kind of parts: its name (on the broker), what its owner is called (in the logs), its
+    table, its owner's table, and where it keeps its claims."""
 
-    model: Any  # type[CountPart] | type[MeasurePart]
-    owner: Any  # type[TrainingJob] | type[EvaluationRun]
+    name: str
+    owner_called: str
+    model: Any  # type[CountPart] | type[MeasurePart] | type[JobMeasurePart]
+    owner_model: Any  # type[TrainingJob] | type[EvaluationRun]
     claims: Claims
 
     def of(self, owner_id: uuid.UUID, attempt: int) -> ColumnElement[bool]:
@@ -53,12 +67,14 @@ class Parts:
 
     def running(self, owner_id: uuid.UUID, attempt: int) -> ColumnElement[bool]:
         """While the owner runs in this attempt."""
-        return exists().where(self.owner.id == owner_id, self.owner.status == Status.RUNNING,
-                              self.owner.attempts == attempt)
+        return exists().where(self.owner_model.id == owner_id, self.owner_model.status == Status.RUNNING,
+                              self.owner_model.attempts == attempt)
 
 
-COUNTING = Parts(CountPart, TrainingJob, COUNT_PARTS)
-MEASURING = Parts(MeasurePart, EvaluationRun, MEASURE_PARTS)
+COUNTING = Parts("count", "job", CountPart, TrainingJob, COUNT_PARTS)
+MEASURING = Parts("measure", "evaluation run", MeasurePart, EvaluationRun, MEASURE_PARTS)
+MEASURING_FOR_JOBS = Parts("measure-for-job", "job", JobMeasurePart, TrainingJob, JOB_MEASURE_PARTS)
+KINDS = {kind.name: kind for kind in (COUNTING, MEASURING, MEASURING_FOR_JOBS)}
 
 
 class Planned(NamedTuple):
@@ -181,7 +197,7 @@ def forget_parts(session: Session, kind: Parts, owner_id: uuid.UUID) -> None:
 def forget_finished(session: Session) -> int:
     """Delete the parts of owners that ended (their coordinator could not); returns how many."""
     deleted = 0
-    for kind in (COUNTING, MEASURING):
-        ended = select(kind.owner.id).where(kind.owner.status.not_in(UNFINISHED))
+    for kind in KINDS.values():
+        ended = select(kind.owner_model.id).where(kind.owner_model.status.not_in(UNFINISHED))
         deleted += rowcount(session.execute(delete(kind.model).where(kind.model.owner_id.in_(ended))))
     return deleted

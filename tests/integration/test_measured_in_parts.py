@@ -17,6 +17,7 @@ from tokenmill.evaluation.encoders import encoding_threads, reference_encoder
 from tokenmill.evaluation.measuring import evaluate_version, measure_corpus
 from tokenmill.evaluation.parts import MeasureHelpers, measure_claimed_parts, run_prefix
 from tokenmill.evaluation.pipeline import run_evaluation
+from tokenmill.evaluation.references import BASELINES
 from tokenmill.evaluation.submission import submit_run
 from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.jobs.submission import submit_job
@@ -173,3 +174,14 @@ def test_a_jobs_evaluation_of_a_corpus_measured_whole_is_spread_too(sessionmaker
         job_row = session.get_one(TrainingJob, job.id)
     assert not list(store.list_objects(f"{job_prefix(job_row)}/measures/"))
     _same({row.corpus_id: row.metrics for row in rows}, _one_pass(store, corpora, version, None))
+    # The references the job measured (one after another on the same corpora, each plan replacing
+    # the last; those the runs above measured are left as they are) have their one pass's metrics
+    # too: no helper measured a part with an earlier encoder.
+    for name in BASELINES:
+        expected = _one_pass(store, corpora, None, name)
+        with sessionmaker() as session:
+            rows = session.scalars(select(Evaluation).where(Evaluation.reference == name,
+                                                            Evaluation.team_id == team.id)).all()
+        assert {row.corpus_id for row in rows} == set(expected), name
+        for row in rows:
+            _same({row.corpus_id: row.metrics}, {row.corpus_id: expected[row.corpus_id]})

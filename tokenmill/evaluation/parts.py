@@ -56,6 +56,7 @@ from tokenmill.store import ObjectStore, delete_now_or_later
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class Owner:
     """Whose parts they are (a run's or a job's attempt) and where their objects go: what a helper
@@ -159,19 +160,22 @@ def measure_claimed_parts(factory: sessionmaker[Session], store: ObjectStore, ow
                           max_line_bytes: int | None = None) -> int:
     """Claim and measure parts of the owner's attempt until none is left to claim; returns how
     many this worker measured. A helper task calls this; so does the coordinator."""
-    encoders: dict[uuid.UUID, Encoder] = {}  # by corpus: each has its own recipe
+    # By recipe, read again at each claim: the owner measures one corpus with one encoder after
+    # another (a version, then the references), each plan replacing the last under the same key.
+    encoders: dict[bytes, Encoder] = {}
     measured = 0
     while (row := claim_part(factory, owner.kind, owner.owner_id, owner.attempt, limits)) is not None:
         with factory() as session:
             corpus = session.get(Corpus, row.corpus_id)
         if corpus is None:
             raise InvalidCorpus("an evaluation corpus was deleted while it was measured")
-        if corpus.id not in encoders:
-            recipe = recipe_from_json(store.get_bytes(owner.recipe_key(corpus.id)))
-            encoders[corpus.id] = recipe_encoder(recipe)
+        recipe = store.get_bytes(owner.recipe_key(corpus.id))  # stored before the part was planned
+        if recipe not in encoders:
+            encoders.clear()
+            encoders[recipe] = recipe_encoder(recipe_from_json(recipe))
         reading = Numbered(part_documents(store, Part(corpus, row.start, row.end), max_line_bytes))
         with part_heartbeat(factory, owner.kind, row, limits, reading.read):  # the claim beats while reading moves
-            sums = accumulated(encoders[corpus.id], batched(reading, BATCH_LINES)).to_bytes()
+            sums = accumulated(encoders[recipe], batched(reading, BATCH_LINES)).to_bytes()
         key = f"{owner.prefix}{row.part}-{row.claims}.npz"
         store.put_bytes(key, sums)
         if finish_part(factory, owner.kind, row, key):

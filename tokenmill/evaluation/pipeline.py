@@ -16,7 +16,7 @@ from tokenmill.corpora.rows import existing_corpora
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.evaluation.encoders import encoding_threads, reference_encoder
 from tokenmill.evaluation.measuring import evaluate_version, evaluation_row, measure_corpus
-from tokenmill.evaluation.parts import MeasureHelpers, Spread, discard_spread, run_owner
+from tokenmill.evaluation.parts import MeasureHelpers, Spread, discard_spread, run_owner, run_prefix
 from tokenmill.evaluation.reports import has_version_curve
 from tokenmill.models import Corpus, EvaluationRun, Status, TokenizerVersion
 from tokenmill.queued_work.lifecycle import (
@@ -30,7 +30,7 @@ from tokenmill.queued_work.lifecycle import (
 )
 from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.queued_work.scheduling import EVALUATION, Wake, wake_team_of
-from tokenmill.store import ObjectStore
+from tokenmill.store import ObjectStore, delete_now_or_later
 from tokenmill.versions.registry import version_files
 
 
@@ -99,6 +99,7 @@ def _measure(store: ObjectStore, run: EvaluationRun, version: TokenizerVersion |
 
 def abandon_run(factory: sessionmaker[Session], store: ObjectStore, claimant: str, message: str) -> None:
     """Fail the run a killed worker process was running (hard time limit), found by the task that
-    claimed it; it wrote nothing to the store."""
+    claimed it, and delete what it wrote to the store (a corpus measured in parts)."""
     if (run_id := latest_claim(factory, EvaluationRun, claimant)) is not None:
         fail(factory, EvaluationRun, run_id, message)
+        delete_now_or_later(store.delete_prefix, run_prefix(run_id))

@@ -51,26 +51,41 @@ SPECIAL = "<|endoftext|>"
 MB = 1_000_000
 
 
-def corpus_file(path: Path, size: int) -> None:
-    """`size` bytes (cut at a line end) of every source file in the same share, repeated if need be."""
+def corpus_file(path: Path, size: int, mix: bool = False) -> None:
+    """`size` bytes (cut at a line end) of every source file in the same share, repeated if need
+    be; with `mix`, the issue's other mix: half English, a quarter code, a quarter every other
+    language, each group's files in the same share."""
     from tests.services import (
         CORPORA,  # here, not at the top: the children measured never import it (boto3, redis: 44 MiB)
     )
 
     sources = sorted(p for domain in DOMAINS for p in (CORPORA / domain).glob("*.txt"))
+    if not mix:
+        groups = [(sources, size)]
+    else:
+        code = [p for p in sources if p.parent.name == "code"]
+        english = [p for p in sources if p.stem == "eng_Latn"]
+        others = [p for p in sources if p not in code and p not in english and p.parent.name != "math_tex"]
+        groups = [(english, size // 2), (code, size // 4), (others, size - size // 2 - size // 4)]
+    with path.open("wb") as out:
+        for group, group_size in groups:
+            _fill(out, group, group_size)
+
+
+def _fill(out, sources: list[Path], size: int) -> None:
+    # `size` bytes of the sources in the same share, repeated if need be, each cut at a line end.
     total = sum(p.stat().st_size for p in sources)
     written = 0
-    with path.open("wb") as out:
-        while written < size:
-            share = min(1.0, (size - written) / total)
-            for source in sources:
-                data = source.read_bytes()
-                piece = data[: int(len(data) * share)]
-                piece = piece[: piece.rfind(b"\n") + 1]
-                out.write(piece)
-                written += len(piece)
-            if share < 1.0:
-                break
+    while written < size:
+        share = min(1.0, (size - written) / total)
+        for source in sources:
+            data = source.read_bytes()
+            piece = data[: int(len(data) * share)]
+            piece = piece[: piece.rfind(b"\n") + 1]
+            out.write(piece)
+            written += len(piece)
+        if share < 1.0:
+            break
 
 
 def lines(path: Path):
@@ -249,6 +264,8 @@ def main() -> None:
     parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--markdown", type=Path, help="also write the final Markdown table (and load averages) here")
     parser.add_argument("--json", type=Path, help="also write every measured figure here, as JSON")
+    parser.add_argument("--mix", action="store_true",
+                        help="half English, a quarter code, a quarter other languages (instead of every source alike)")
     args = parser.parse_args()
     if args.child:
         child(args.child, args.corpus, args.vocab, args.output)
@@ -266,8 +283,8 @@ def main() -> None:
     try:
         for size in args.mb:
             corpus = work / f"corpus-{size:g}.txt"
-            corpus_file(corpus, int(size * MB))
-            label = f"{corpus.stat().st_size / MB:.1f} MB"
+            corpus_file(corpus, int(size * MB), args.mix)
+            label = f"{corpus.stat().st_size / MB:.1f} MB" + (" mix" if args.mix else "")
             reference, base = work / f"tokenizers-files-{size:g}.json", None
             for engine in args.engines:
                 output = work / f"{engine.replace(' ', '-')}-{size:g}.json"

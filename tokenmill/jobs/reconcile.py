@@ -30,7 +30,7 @@ Keys it does not recognise are left alone.
 import logging
 import uuid
 from collections.abc import Iterable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from itertools import islice
 
 from sqlalchemy import select
@@ -49,40 +49,60 @@ BATCH = 500
 def reconcile(factory: sessionmaker[Session], store: ObjectStore, grace_seconds: float) -> dict[str, int]:
     """Delete the objects no row accounts for and abort stale uploads; returns the counts."""
     cutoff = utcnow() - timedelta(seconds=grace_seconds)
-    corpora = versions = 0
+    counts = {"corpus_objects": _corpus_objects(factory, store, cutoff),
+              "version_objects": _version_objects(factory, store, cutoff),
+              "hash_objects": _hash_objects(factory, store, cutoff),
+              "evaluation_objects": _evaluation_objects(factory, store, cutoff)}
+    with transaction(factory) as session:
+        forget_finished(session)
+    counts["aborted_uploads"] = store.abort_unfinished(cutoff)
+    if any(counts.values()):
+        log.info("reconciliation deleted %d corpus, %d version, %d hash and %d evaluation objects, aborted %d uploads",
+                 *counts.values())
+    return counts
+
+
+def _corpus_objects(factory: sessionmaker[Session], store: ObjectStore, cutoff: datetime) -> int:
+    deleted = 0
     for batch in _batches(store.list_objects("corpora/")):
         with factory() as session:
             named = set(session.scalars(select(Corpus.storage_key).where(Corpus.storage_key.in_([o.key for o in batch]))))
-        corpora += _delete(store, [o for o in batch if o.key not in named and o.modified < cutoff])
+        deleted += _delete(store, [o for o in batch if o.key not in named and o.modified < cutoff])
+    return deleted
+
+
+def _version_objects(factory: sessionmaker[Session], store: ObjectStore, cutoff: datetime) -> int:
+    deleted = 0
     for batch in _batches(store.list_objects("versions/")):
         jobs = {o: _job_of(o.key) for o in batch}
         with factory() as session:
             working, made, known = _jobs_keeping_files(session, {job for job in jobs.values() if job is not None})
-        versions += _delete(store, [o for o, job in jobs.items() if job is not None and not _kept(o.key, job, working, made)
-                                    and (job in known or o.modified < cutoff)])
-    hashes = 0
+        deleted += _delete(store, [o for o, job in jobs.items() if job is not None and not _kept(o.key, job, working, made)
+                                   and (job in known or o.modified < cutoff)])
+    return deleted
+
+
+def _hash_objects(factory: sessionmaker[Session], store: ObjectStore, cutoff: datetime) -> int:
+    deleted = 0
     for batch in _batches(store.list_objects("statistics/")):
         owners = {o: _corpus_of(o.key) for o in batch}
         with factory() as session:
             alive = set(session.scalars(select(Corpus.id).where(Corpus.id.in_({c for c in owners.values() if c}))))
-        hashes += _delete(store, [o for o, corpus in owners.items()
-                                  if corpus is not None and corpus not in alive and o.modified < cutoff])
-    runs = 0
+        deleted += _delete(store, [o for o, corpus in owners.items()
+                                   if corpus is not None and corpus not in alive and o.modified < cutoff])
+    return deleted
+
+
+def _evaluation_objects(factory: sessionmaker[Session], store: ObjectStore, cutoff: datetime) -> int:
+    deleted = 0
     for batch in _batches(store.list_objects("evaluations/")):
         owners = {o: _run_of(o.key) for o in batch}
         with factory() as session:
-            ids = {run for run in owners.values() if run is not None}
-            statuses = dict(session.execute(select(EvaluationRun.id, EvaluationRun.status).where(EvaluationRun.id.in_(ids))).all())
-        runs += _delete(store, [o for o, run in owners.items() if run is not None and statuses.get(run) not in UNFINISHED
-                                and (run in statuses or o.modified < cutoff)])
-    with transaction(factory) as session:
-        forget_finished(session)
-    aborted = store.abort_unfinished(cutoff)
-    if corpora or versions or hashes or runs or aborted:
-        log.info("reconciliation deleted %d corpus, %d version, %d hash and %d evaluation objects, aborted %d uploads",
-                 corpora, versions, hashes, runs, aborted)
-    return {"corpus_objects": corpora, "version_objects": versions, "hash_objects": hashes, "evaluation_objects": runs,
-            "aborted_uploads": aborted}
+            statuses = dict(session.execute(select(EvaluationRun.id, EvaluationRun.status).where(
+                EvaluationRun.id.in_({run for run in owners.values() if run is not None}))).all())
+        deleted += _delete(store, [o for o, run in owners.items() if run is not None and statuses.get(run) not in UNFINISHED
+                                   and (run in statuses or o.modified < cutoff)])
+    return deleted
 
 
 def _jobs_keeping_files(session: Session, ids: set[uuid.UUID]

@@ -32,6 +32,7 @@ FAST = {
     "TOKENMILL_SWEEP_QUEUED_AFTER": "4",
     "TOKENMILL_ORPHAN_GRACE_SECONDS": "0",
     "TOKENMILL_COUNT_PART_BYTES": str(2 * 2**20),  # `counting: distributed` jobs: many parts on a small corpus
+    "TOKENMILL_EVALUATION_PART_BYTES": str(2 * 2**20),  # a corpus measured whole: many parts too
 }
 RESULTS = services.REPO / "build" / "faults.json"
 OUTCOMES: list[dict] = []

@@ -15,7 +15,7 @@ from tests.conftest import make_team
 from tests.faults.conftest import elapsed, kill_tree, record, unique
 from tests.services import CORPORA
 from tests.waiting import UNFINISHED, until
-from tokenmill.models import Corpus, CountPart, EvaluationRun, TokenizerVersion
+from tokenmill.models import Corpus, CountPart, EvaluationRun, MeasurePart, TokenizerVersion
 
 BIBLE = CORPORA / "bible" / "eng_Latn.txt"
 SMALL_SPEC = {"vocab_size": 8000}
@@ -158,6 +158,34 @@ def test_worker_killed_mid_evaluation_is_retried_and_succeeds(fault_stack, fault
     with sessionmaker() as session:  # the kill landed: the run was taken over, not finished first
         assert session.get_one(EvaluationRun, uuid.UUID(run["id"])).attempts == 2
     no_orphans(sessionmaker, store, team_id)
+
+
+def test_workers_killed_while_measuring_parts_retry_the_run_and_leave_no_part(fault_stack, faults_http, sessionmaker,
+                                                                             store, team_id, tmp_path):
+    corpus = tmp_path / "manpages.txt"  # 26 MB, measured whole: 13 parts of 2 MiB, measured by both worker processes
+    corpus.write_bytes(b"".join((CORPORA / "manpages" / f"{name}.txt").read_bytes()
+                                for name in ("deu_Latn", "fra_Latn", "rus_Cyrl", "eng_Latn")))
+    corpus_id = upload(faults_http, corpus, "manpages")
+    response = faults_http.post("/v1/evaluations", json={"reference": "cl100k_base", "corpora": [corpus_id]})
+    assert response.status_code == 202, response.text
+    run_id = uuid.UUID(response.json()["id"])
+
+    def parts_measured() -> int:
+        with sessionmaker() as session:
+            return session.scalar(select(func.count()).select_from(MeasurePart).where(
+                MeasurePart.owner_id == run_id, MeasurePart.status == "done")) or 0
+
+    until(parts_measured, lambda done: done >= 1, 120)
+    started = time.monotonic()
+    assert fault_stack.kill_worker_children() >= 1  # the coordinator and its helper, mid-part
+    run = ended(faults_http, f"/v1/evaluations/{run_id}")
+    record("worker children kill -9 while measuring parts (a corpus measured whole)", run["status"], elapsed(started))
+    assert run["status"] == "succeeded" and len(run["results"]) == 1, run
+    with sessionmaker() as session:
+        assert session.get_one(EvaluationRun, run_id).attempts == 2
+        assert session.scalar(select(func.count()).select_from(MeasurePart).where(MeasurePart.owner_id == run_id)) == 0
+    # The killed attempt's recipe and sums are gone: deleted by the next attempt's end or by reconciliation.
+    until(lambda: list(store.list_objects(f"evaluations/{run_id}/")), lambda left: not left, 60)
 
 
 def test_database_unreachable_mid_job_is_retried_and_succeeds(fault_stack, faults_http, sessionmaker, store, team_id):

@@ -216,6 +216,9 @@ class EvaluationIn(JsonTyped):
     reference: Annotated[str | None, WithJsonSchema({"anyOf": [{"type": "string", "enum": list(BASELINES)},
                                                                {"type": "null"}]})] = None
     corpora: Annotated[list[str] | None, WithJsonSchema(OPTIONAL_CORPUS_IDS)] = None
+    whole: bool = Field(default=False, description=(
+        "measure every document of each corpus (spread over workers when it is larger than a part), not the "
+        "seeded sample an evaluation measures of a corpus larger than TOKENMILL_EVALUATION_SAMPLE_BYTES"))
 
 
 class SamplingIn(JsonTyped, SamplingOptions):

@@ -95,6 +95,7 @@ class EvaluationRunOut(BaseModel):
     reference: str | None
     version_id: uuid.UUID | None
     corpora: list[uuid.UUID] = Field(description="the corpora to evaluate on")
+    whole: bool = Field(description="every document of each corpus is measured, not the seeded sample")
     results: list[EvaluationOut]
     created_at: IsoTime
     finished_at: IsoTime | None

@@ -5,7 +5,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, String, Text, UniqueConstraint, false
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -167,6 +167,8 @@ class EvaluationRun(QueuedWork, Base):
     version_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("tokenizer_versions.id", ondelete="CASCADE"))
     reference: Mapped[str | None] = mapped_column(String(50))
     corpus_ids: Mapped[list[str]] = mapped_column(Json)
+    # Every document of each corpus, not the seeded sample (tokenmill.evaluation.measuring).
+    whole: Mapped[bool] = mapped_column(default=False, server_default=false())
     status: Mapped[str] = mapped_column(String(20), default=Status.QUEUED.value)
     attempts: Mapped[int] = mapped_column(default=0, server_default="0")
 

@@ -1,6 +1,7 @@
 """Whole-corpus evaluation spread over workers: the byte ranges of the corpora an evaluation run
 (measure_parts) or a training job evaluating its version (job_measure_parts) measures whole,
-claimed and measured by any worker
+claimed and measured by any worker; evaluation_runs.whole, a run that measures every document
+of its corpora rather than the seeded sample
 
 Revision ID: 0007
 Revises: 0006
@@ -17,6 +18,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    op.add_column('evaluation_runs', sa.Column('whole', sa.Boolean(), server_default=sa.false(), nullable=False))
     for table, owner, owners in (('measure_parts', 'run_id', 'evaluation_runs'),
                                  ('job_measure_parts', 'job_id', 'training_jobs')):
         op.create_table(
@@ -42,3 +44,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table('job_measure_parts')
     op.drop_table('measure_parts')
+    op.drop_column('evaluation_runs', 'whole')

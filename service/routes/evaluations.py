@@ -20,7 +20,7 @@ router = APIRouter(prefix="/v1", tags=["evaluations"])
 def create_evaluation(request: Request, body: EvaluationIn, session: SessionDep, queue: QueueDep,
                       team: ExpensiveTeamDep) -> dict[str, Any]:
     run = submit_run(session, team, body.tokenizer, body.version, body.reference, body.corpora,
-                     team_quotas(request, team.id).queued_jobs)
+                     team_quotas(request, team.id).queued_jobs, whole=body.whole)
     session.commit()
     queue.send_evaluation(run.id)  # if the broker is away, the run stays queued and the sweeper sends it
     return run_out(session, run)

@@ -59,6 +59,7 @@ def test_bad_form_fields_of_an_upload(api, fields, field):
     ({"tokenizer": "tok", "version": 10**30}, "version"),
     ({"tokenizer": "tok", "version": 2**40}, "version"),
     ({"reference": "gpt2", "corpora": ["\udc80"]}, "corpora"),
+    ({"reference": "gpt2", "whole": "yes"}, "whole"),
 ])
 def test_bad_json_values_of_an_evaluation(api, body, field):
     assert_refused(post_json(api, "/v1/evaluations", body), field)

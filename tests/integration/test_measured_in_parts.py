@@ -18,7 +18,7 @@ from tokenmill.evaluation.measuring import evaluate_version, measure_corpus
 from tokenmill.evaluation.parts import MeasureHelpers, measure_claimed_parts, run_prefix
 from tokenmill.evaluation.pipeline import run_evaluation
 from tokenmill.evaluation.references import BASELINES
-from tokenmill.evaluation.submission import submit_run
+from tokenmill.evaluation.submission import run_out, submit_run
 from tokenmill.jobs.pipeline import job_prefix, run_training_job
 from tokenmill.jobs.submission import submit_job
 from tokenmill.models import Evaluation, EvaluationRun, JobMeasurePart, MeasurePart, Team, TokenizerVersion, TrainingJob
@@ -185,3 +185,39 @@ def test_a_jobs_evaluation_of_a_corpus_measured_whole_is_spread_too(sessionmaker
         assert {row.corpus_id for row in rows} == set(expected), name
         for row in rows:
             _same({row.corpus_id: row.metrics}, {row.corpus_id: expected[row.corpus_id]})
+
+
+@pytest.fixture
+def small_sample(monkeypatch):
+    """Evaluations sample 50 kB of each larger corpus (the setting read afresh, and again after the test)."""
+    from tokenmill.settings import get_settings
+
+    monkeypatch.setenv("TOKENMILL_EVALUATION_SAMPLE_BYTES", "50000")
+    get_settings.cache_clear()
+    yield
+    monkeypatch.undo()
+    get_settings.cache_clear()
+
+
+def test_a_run_asked_for_whole_corpora_measures_every_document_in_parts(sessionmaker, store, team_corpus_versions,
+                                                                        small_sample):
+    team, corpora, _ = team_corpus_versions
+    corpus = corpora[0]  # about 400 kB: sampled at 50 kB unless the run asks for the whole
+    outcomes: list = []
+    started: list[threading.Thread] = []
+    helpers = MeasureHelpers(dispatch=_helping(sessionmaker, store, outcomes, started), count=2, part_bytes=PART_BYTES)
+    runs = {}
+    for whole in (False, True):
+        with transaction(sessionmaker) as session:
+            run = submit_run(session, session.get_one(Team, team.id), None, None, "gpt2", [str(corpus.id)], whole=whole)
+            assert run_out(session, run)["whole"] is whole
+        assert run_evaluation(sessionmaker, store, run.id, WorkLimits(), helpers) == "succeeded"
+        runs[whole] = _run_metrics(sessionmaker, store, run.id)[corpus.id]
+    for thread in started:
+        thread.join(60)
+    assert runs[False]["sample"]["whole"] is False and runs[False]["documents"] < corpus.lines
+    assert runs[True]["sample"]["whole"] is True and runs[True]["documents"] == corpus.lines
+    assert len(started) == 2 and sum(outcomes) > 0  # only the whole corpus was spread
+    with encoding_threads():
+        expected = measure_corpus(reference_encoder("gpt2"), store, corpus, whole=True)
+    _same({corpus.id: runs[True]}, {corpus.id: expected})

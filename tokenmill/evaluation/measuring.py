@@ -159,11 +159,11 @@ def sample_record(share: float) -> dict[str, Any]:
 
 
 def measure_corpus(encoder: Encoder, store: ObjectStore, corpus: Corpus, max_bytes: int | None = None,
-                   spread: "Spread | None" = None) -> dict[str, Any]:
-    """The metrics of an encoder on a corpus's evaluation sample, with the sample they were
-    measured on. A corpus measured whole is measured in parts by many workers, given a `spread`
-    that takes it (tokenmill.evaluation.parts)."""
-    share = sample_share(corpus)
+                   spread: "Spread | None" = None, whole: bool = False) -> dict[str, Any]:
+    """The metrics of an encoder on a corpus's evaluation sample (every document, if `whole`),
+    with the sample they were measured on. A corpus measured whole is measured in parts by many
+    workers, given a `spread` that takes it (tokenmill.evaluation.parts)."""
+    share = 1.0 if whole else sample_share(corpus)
     if share >= 1.0 and max_bytes is None and spread is not None and spread.takes(corpus, encoder):
         from tokenmill.evaluation.parts import measure_spread
 
@@ -185,7 +185,7 @@ def evaluation_row(team_id: uuid.UUID, corpus: Corpus, metrics: dict[str, Any],
 
 def evaluate_version(
     store: ObjectStore, name: str, files: dict[str, bytes], corpora: Sequence[Corpus], progress: Progress,
-    max_bytes: int | None = None, curve: bool = True, spread: "Spread | None" = None,
+    max_bytes: int | None = None, curve: bool = True, spread: "Spread | None" = None, whole: bool = False,
 ) -> list[tuple[Corpus, dict[str, Any]]]:
     """Metrics of a version's files on each corpus (none, and no encoder built, without corpora).
 
@@ -202,7 +202,7 @@ def evaluate_version(
         for index, corpus in enumerate(corpora):
             sample = head(store, corpus, max(PROOF_LINES, CURVE_LINES))
             encoder = proven_encoder(slow, fast, sample[:PROOF_LINES])
-            results.append((corpus, measure_corpus(encoder, store, corpus, max_bytes, spread)))
+            results.append((corpus, measure_corpus(encoder, store, corpus, max_bytes, spread, whole)))
             if curve:
                 curve_sample += sample[:CURVE_LINES]
             progress((index + 1) / steps)

@@ -91,10 +91,10 @@ def _measure(store: ObjectStore, run: EvaluationRun, version: TokenizerVersion |
              corpora: list[Corpus], curve: bool, spread: Spread) -> list[tuple[Corpus, dict[str, Any]]]:
     if version is not None:
         return evaluate_version(store, version.name, version_files(store, version), corpora, lambda _: None,
-                                curve=curve, spread=spread)
+                                curve=curve, spread=spread, whole=run.whole)
     encoder = reference_encoder(str(run.reference))
     with encoding_threads():
-        return [(corpus, measure_corpus(encoder, store, corpus, spread=spread)) for corpus in corpora]
+        return [(corpus, measure_corpus(encoder, store, corpus, spread=spread, whole=run.whole)) for corpus in corpora]
 
 
 def abandon_run(factory: sessionmaker[Session], store: ObjectStore, claimant: str, message: str) -> None:

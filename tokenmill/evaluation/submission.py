@@ -22,9 +22,11 @@ from tokenmill.versions.registry import get_version
 
 
 def submit_run(session: Session, team: Team, tokenizer: str | None, version: str | int | None,
-               reference: str | None, corpora: list[str] | None, queued_limit: int | None = None) -> EvaluationRun:
+               reference: str | None, corpora: list[str] | None, queued_limit: int | None = None,
+               whole: bool = False) -> EvaluationRun:
     """A queued evaluation run, after checking the subject and the corpora exist, and the team's
-    queued_jobs quota (`queued_limit`, counted over its evaluation runs)."""
+    queued_jobs quota (`queued_limit`, counted over its evaluation runs); `whole` measures every
+    document of each corpus rather than the seeded sample."""
     if queued_limit is not None:
         refuse_over("queued_jobs", queued_limit, usage_of(session, team.id).queued_evaluations,
                     what="queued evaluation runs", retry_after=60)
@@ -41,7 +43,8 @@ def submit_run(session: Session, team: Team, tokenizer: str | None, version: str
     ids = corpus_ids_or_all(session, team, corpora, "corpora")
     if not ids:
         raise InvalidInput("there are no corpora to evaluate on", field="corpora")
-    run = EvaluationRun(team_id=team.id, version_id=version_id, reference=reference, corpus_ids=[str(i) for i in ids])
+    run = EvaluationRun(team_id=team.id, version_id=version_id, reference=reference, corpus_ids=[str(i) for i in ids],
+                        whole=whole)
     session.add(run)
     session.flush()
     return run
@@ -61,6 +64,6 @@ def run_out(session: Session, run: EvaluationRun) -> dict[str, Any]:
     extra = premiums(pairs)
     results = [evaluation_out(e, c, extra.get((subject_of(e), c.id))) for e, c in pairs]
     return {"id": str(run.id), "status": run.status, "error": run.error, "reference": run.reference,
-            "version_id": str(run.version_id) if run.version_id else None, "corpora": run.corpus_ids,
+            "version_id": str(run.version_id) if run.version_id else None, "corpora": run.corpus_ids, "whole": run.whole,
             "results": results, "created_at": run.created_at.isoformat(),
             "finished_at": run.finished_at.isoformat() if run.finished_at else None}

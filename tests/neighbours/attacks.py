@@ -222,5 +222,19 @@ def cancelled_backtracking(neighbours: Neighbours) -> Attack:
                   job_patience=30.0)
 
 
+def whole_evaluations(neighbours: Neighbours) -> Attack:
+    """Evaluation runs of a corpus measured whole, each spread over the worker's slots in parts
+    (TOKENMILL_EVALUATION_PART_BYTES is 16 KiB on this stack: 6 parts, 5 helper tasks a run), as
+    fast as 4 clients can: the rate limit and the queued quota answer the flood."""
+    body = {"reference": "cl100k_base", "corpora": [neighbours.attacker.corpus_id], "whole": True}
+
+    def send(http: httpx.Client, n: int) -> httpx.Response:
+        return http.post("/v1/evaluations", json=body)
+
+    return Attack('POST /v1/evaluations, "whole": true, each spread over the worker in parts (4 clients)', send,
+                  concurrency=4, seconds=ATTACK_SECONDS)
+
+
 ATTACKS = (compiled_regex, compiled_nested_regex, version_replay, bpe_corpus, dashboard_uploads, api_uploads,
-           cost_report, duplicates, metadata_flood, queued_jobs, storage_bomb, quotas, cancelled_backtracking)
+           cost_report, duplicates, metadata_flood, queued_jobs, storage_bomb, quotas, cancelled_backtracking,
+           whole_evaluations)

@@ -95,3 +95,11 @@ def test_cancelling_jobs_stuck_in_their_regex_frees_their_slots(attempt):
     if outcome.attacker.get("200", 0) < attacks.STUCK_JOBS:  # the cancels
         problems.append(f"the cancels were not all answered 200: {outcome.attacker}")
     assert not problems, "\n".join(problems)
+
+
+def test_whole_corpus_evaluations_spread_over_the_worker(attempt):
+    outcome = attempt(attacks.whole_evaluations)
+    problems = broken_goals(outcome) + refused(outcome, "409", "429")
+    if not outcome.attacker.get("202"):
+        problems.append(f"no evaluation run was queued: {outcome.attacker}")
+    assert not problems, "\n".join(problems)

@@ -35,8 +35,6 @@ from tokenmill.evaluation.encoders import Encoder, recipe_encoder, recipe_from_j
 from tokenmill.evaluation.measuring import BATCH_LINES, accumulated, batched
 from tokenmill.evaluation.metrics import MetricsAccumulator
 from tokenmill.models import Corpus
-from tokenmill.queued_work.heartbeat import Heartbeat
-from tokenmill.queued_work.lifecycle import fail
 from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.queued_work.parts import (
     MEASURING,
@@ -46,6 +44,7 @@ from tokenmill.queued_work.parts import (
     claim_part,
     finish_part,
     forget_parts,
+    helper_guard,
     part_heartbeat,
     plan_parts,
     send_helpers,
@@ -150,9 +149,7 @@ def help_measuring(factory: sessionmaker[Session], store: ObjectStore, owner: Ow
                    max_line_bytes: int | None = None) -> int:
     """A helper task's work: `measure_claimed_parts` under the owner's memory limit; past it, the
     owner fails with the reason and this process exits, as the coordinator's would."""
-    guard = Heartbeat(factory, lambda session: True, limits,
-                      lambda message: fail(factory, owner.kind.owner_model, owner.owner_id, message, owner.attempt))
-    with guard:
+    with helper_guard(factory, owner.kind, owner.owner_id, owner.attempt, limits):
         return measure_claimed_parts(factory, store, owner, limits, max_line_bytes)
 
 

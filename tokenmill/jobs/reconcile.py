@@ -29,7 +29,7 @@ Keys it does not recognise are left alone.
 
 import logging
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from itertools import islice
 
@@ -63,45 +63,52 @@ def reconcile(factory: sessionmaker[Session], store: ObjectStore, grace_seconds:
 
 
 def _corpus_objects(factory: sessionmaker[Session], store: ObjectStore, cutoff: datetime) -> int:
-    deleted = 0
-    for batch in _batches(store.list_objects("corpora/")):
-        with factory() as session:
-            named = set(session.scalars(select(Corpus.storage_key).where(Corpus.storage_key.in_([o.key for o in batch]))))
-        deleted += _delete(store, [o for o in batch if o.key not in named and o.modified < cutoff])
-    return deleted
+    def orphans(session: Session, batch: list[StoredObject]) -> list[StoredObject]:
+        named = set(session.scalars(select(Corpus.storage_key).where(Corpus.storage_key.in_([o.key for o in batch]))))
+        return [o for o in batch if o.key not in named and o.modified < cutoff]
+
+    return _deleted(factory, store, "corpora/", orphans)
 
 
 def _version_objects(factory: sessionmaker[Session], store: ObjectStore, cutoff: datetime) -> int:
-    deleted = 0
-    for batch in _batches(store.list_objects("versions/")):
+    def orphans(session: Session, batch: list[StoredObject]) -> list[StoredObject]:
         jobs = {o: _job_of(o.key) for o in batch}
-        with factory() as session:
-            working, made, known = _jobs_keeping_files(session, {job for job in jobs.values() if job is not None})
-        deleted += _delete(store, [o for o, job in jobs.items() if job is not None and not _kept(o.key, job, working, made)
-                                   and (job in known or o.modified < cutoff)])
-    return deleted
+        working, made, known = _jobs_keeping_files(session, {job for job in jobs.values() if job is not None})
+        return [o for o, job in jobs.items() if job is not None and not _kept(o.key, job, working, made)
+                and (job in known or o.modified < cutoff)]
+
+    return _deleted(factory, store, "versions/", orphans)
 
 
 def _hash_objects(factory: sessionmaker[Session], store: ObjectStore, cutoff: datetime) -> int:
-    deleted = 0
-    for batch in _batches(store.list_objects("statistics/")):
+    def orphans(session: Session, batch: list[StoredObject]) -> list[StoredObject]:
         owners = {o: _corpus_of(o.key) for o in batch}
-        with factory() as session:
-            alive = set(session.scalars(select(Corpus.id).where(Corpus.id.in_({c for c in owners.values() if c}))))
-        deleted += _delete(store, [o for o, corpus in owners.items()
-                                   if corpus is not None and corpus not in alive and o.modified < cutoff])
-    return deleted
+        alive = set(session.scalars(select(Corpus.id).where(Corpus.id.in_({c for c in owners.values() if c}))))
+        return [o for o, corpus in owners.items() if corpus is not None and corpus not in alive and o.modified < cutoff]
+
+    return _deleted(factory, store, "statistics/", orphans)
 
 
 def _evaluation_objects(factory: sessionmaker[Session], store: ObjectStore, cutoff: datetime) -> int:
-    deleted = 0
-    for batch in _batches(store.list_objects("evaluations/")):
+    def orphans(session: Session, batch: list[StoredObject]) -> list[StoredObject]:
         owners = {o: _run_of(o.key) for o in batch}
+        statuses = dict(session.execute(select(EvaluationRun.id, EvaluationRun.status).where(
+            EvaluationRun.id.in_({run for run in owners.values() if run is not None}))).all())
+        return [o for o, run in owners.items() if run is not None and statuses.get(run) not in UNFINISHED
+                and (run in statuses or o.modified < cutoff)]
+
+    return _deleted(factory, store, "evaluations/", orphans)
+
+
+def _deleted(factory: sessionmaker[Session], store: ObjectStore, prefix: str,
+             orphans: Callable[[Session, list[StoredObject]], list[StoredObject]]) -> int:
+    # The objects under `prefix` that `orphans` picks, a batch at a time, each batch judged in a
+    # session of its own and deleted after it closes; returns how many.
+    deleted = 0
+    for batch in _batches(store.list_objects(prefix)):
         with factory() as session:
-            statuses = dict(session.execute(select(EvaluationRun.id, EvaluationRun.status).where(
-                EvaluationRun.id.in_({run for run in owners.values() if run is not None}))).all())
-        deleted += _delete(store, [o for o, run in owners.items() if run is not None and statuses.get(run) not in UNFINISHED
-                                   and (run in statuses or o.modified < cutoff)])
+            doomed = orphans(session, batch)
+        deleted += _delete(store, doomed)
     return deleted
 
 

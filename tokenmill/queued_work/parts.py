@@ -44,6 +44,7 @@ from tokenmill.queued_work.claims import (
     silence_cutoff,
 )
 from tokenmill.queued_work.heartbeat import Heartbeat
+from tokenmill.queued_work.lifecycle import fail
 from tokenmill.queued_work.limits import WorkLimits
 
 log = logging.getLogger(__name__)
@@ -187,6 +188,14 @@ def work_through(factory: sessionmaker[Session], kind: Parts, owner_id: uuid.UUI
         if len(done) == total:
             return done
         time.sleep(0.5)
+
+
+def helper_guard(factory: sessionmaker[Session], kind: Parts, owner_id: uuid.UUID, attempt: int,
+                 limits: WorkLimits) -> Heartbeat:
+    """A helper task's memory guard: past the limit, the owner's attempt fails with the reason and
+    this process exits, as the coordinator's would."""
+    return Heartbeat(factory, lambda session: True, limits,
+                     lambda message: fail(factory, kind.owner_model, owner_id, message, attempt))
 
 
 def forget_parts(session: Session, kind: Parts, owner_id: uuid.UUID) -> None:

@@ -39,7 +39,6 @@ from tokenmill.corpora.ranges import Numbered, Part, part_documents, plan
 from tokenmill.db import transaction
 from tokenmill.errors import InvalidCorpus, SlowDocument
 from tokenmill.models import Corpus, Status, TrainingJob
-from tokenmill.queued_work.heartbeat import Heartbeat
 from tokenmill.queued_work.lifecycle import fail
 from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.queued_work.parts import (
@@ -48,6 +47,7 @@ from tokenmill.queued_work.parts import (
     claim_part,
     finish_part,
     forget_parts,
+    helper_guard,
     part_heartbeat,
     plan_parts,
     send_helpers,
@@ -242,9 +242,7 @@ def help_counting(factory: sessionmaker[Session], store: ObjectStore, job_id: uu
     fails with the reason and this process exits, as the coordinator's would (a part's counts
     that do not fit one worker would not fit the coordinator either). A custom regex past
     `regex_seconds` on one document fails the job too: counting the part again would not help."""
-    guard = Heartbeat(factory, lambda session: True, limits,
-                      lambda message: fail(factory, TrainingJob, job_id, message, attempt))
-    with guard:
+    with helper_guard(factory, COUNTING, job_id, attempt, limits):
         try:
             return count_claimed_parts(factory, store, job_id, attempt, prefix, limits, max_line_bytes=max_line_bytes,
                                        regex_seconds=regex_seconds)

@@ -26,6 +26,7 @@ from tokenmill.queued_work.limits import WorkLimits
 from tokenmill.queued_work.parts import COUNTING, claim_part, part_heartbeat
 from tokenmill.teams import create_team
 from tokenmill.training.counting.distributed import Counting, Helpers, _plan, count_claimed_parts, help_counting
+from tokenmill.training.counting.merge import cost
 from tokenmill.training.regex_limit import SlowRegex
 from tokenmill.training.spec import TrainingSpec
 
@@ -273,7 +274,7 @@ def test_merged_counts_past_the_memory_budget_keep_the_frequent_pieces_and_say_s
     team, corpora = team_and_corpora
     spec = {**RUSTBPE, "counting": "distributed"}
     full, _ = _training_data_of(sessionmaker, store, team, corpora, spec)
-    monkeypatch.setattr(distributed, "learner_budget", lambda max_memory: 2_000)  # about a dozen of its pieces
+    monkeypatch.setattr(distributed, "learner_budget", lambda max_memory: cost(12, 48))  # a dozen of its pieces
     squeezed, lineage = _training_data_of(sessionmaker, store, team, corpora, spec)
     pruned = lineage["pruned"]
     assert pruned["raised"] and pruned["threshold"] > 1 and pruned["pieces_dropped"] > 0

@@ -11,6 +11,7 @@ from tests.conftest import make_team
 from tests.text import flores_lines
 from tokenmill.corpora.ingest import CorpusFields, ingest_corpus
 from tokenmill.jobs.extension import superword_files
+from tokenmill.training.counting.merge import cost
 from tokenmill.training.patterns import SUPERWORD_SPLIT
 from tokenmill.training.spec import resolve_spec
 
@@ -70,7 +71,7 @@ def test_spans_past_the_learners_budget_are_pruned_to_fit_and_the_lineage_says_h
     roomy = json.loads(superword_files(spec, store, [corpus], lambda *a, **k: None, {}, regex_seconds=10)
                        .files["manifest.json"])["lineage"]
     squeezed = json.loads(superword_files(spec, store, [corpus], lambda *a, **k: None, {}, regex_seconds=10,
-                                          budget=2_000).files["manifest.json"])["lineage"]
+                                          budget=cost(12, 48)).files["manifest.json"])["lineage"]
     assert roomy["pruned"]["threshold"] == 2 and not roomy["pruned"]["raised"]  # spans seen once are never kept
     pruned = squeezed["pruned"]
     assert pruned["raised"] and pruned["threshold"] > 2 and pruned["pieces_kept"] < roomy["pruned"]["pieces_kept"]

@@ -65,15 +65,52 @@ def test_it_stops_when_no_pair_is_left_and_ignores_order_of_the_pieces():
     assert learn_merges(list(reversed(counted)), 100) == tokens
 
 
-def test_many_pairs_grow_every_table_and_still_give_rustbpes_merges():
+def test_many_pairs_grow_the_hash_table_and_still_give_rustbpes_merges():
     # Twelve thousand merges over words of 3,000 CJK characters number ~74,000 pairs, past the
-    # learner's first 65,536: its arrays, hash table, lists and heap all grow along the way.
+    # first 65,536 the hash table holds half full: it grows, and the lists of pieces are
+    # compacted many times along the way.
     rng = random.Random(7)
     letters = [chr(code) for code in range(0x4E00, 0x4E00 + 3000)]  # three UTF-8 bytes each
     words = ["".join(rng.choice(letters) for _ in range(rng.randrange(1, 5))) for _ in range(20000)]
     texts = [" ".join(rng.choice(words) for _ in range(12)) for _ in range(5000)]
     pattern = PATTERNS["gpt2"]
     assert learn_merges(_counted(texts, pattern), 12000) == _rustbpe(texts, pattern, 256 + 12000)
+
+
+def test_both_symbol_widths_learn_the_same_merges():
+    # Up to 65,536 ids the symbols are 2 bytes, past it 4: asking for more merges than can be
+    # made switches the width, and the learning, which stops when no pair is left, is the same.
+    import numpy as np
+
+    counted = _counted(_texts(3), PATTERNS["gpt2"])
+    assert merge_learner._symbol_type(256 + 2000) is np.uint16
+    assert merge_learner._symbol_type(256 + 70000) is np.int32
+    narrow = learn_merges(counted, 2000)
+    assert 256 < len(narrow) < 256 + 2000  # every pair merged before the 2,000th merge
+    assert learn_merges(counted, 70000) == narrow
+
+
+def test_compaction_keeps_the_runs_of_the_pairs_still_counted_in_order():
+    import numpy as np
+
+    pieces = [b"abcab", b"bcabc", b"cab", b"abab", b"ca"] * 3
+    symbols = np.frombuffer(b"".join(pieces), dtype=np.uint8).astype(np.uint16)
+    lengths = np.array([len(p) for p in pieces], dtype=np.int64)
+    table = merge_learner.Pieces(symbols, merge_learner._rows(lengths, np.ones(len(pieces), dtype=np.int64)))
+    pairs, numbered, used = merge_learner._first_pairs(table)
+
+    def runs() -> dict[int, list[int]]:
+        return {n: list(pairs.pieces_of[pairs.run_starts[n]:pairs.run_starts[n] + pairs.run_lengths[n]])
+                for n in range(numbered) if pairs.counts[n] > 0}
+
+    before = runs()
+    assert len(before) == numbered > 2
+    pairs.counts[0] = pairs.counts[numbered - 1] = 0  # counted out: their runs may go
+    kept = {n: run for n, run in before.items() if n not in (0, numbered - 1)}
+    now = merge_learner._compacted(pairs, numbered, used)
+    assert now == sum(len(run) for run in kept.values()) < used
+    assert runs() == kept
+    assert pairs.run_starts[1] == 0  # moved to the front
 
 
 def test_a_piece_given_in_several_copies_counts_as_their_sum():

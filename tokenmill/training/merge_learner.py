@@ -12,7 +12,11 @@ the number of merges asked for, or when no pair is left.
 Pair counts are kept exact and incremental: a merge visits only the pieces that hold its pair
 (each pair's pieces are listed once, when the newer of its two tokens is made, as no later
 merge can make that pair anywhere else), and a max-heap with lazy refresh (a stale count is
-put back with its current value) finds the next pair.
+put back with its current value) finds the next pair. The heap holds only the pairs counted at
+least `floor` times, half the highest count when it was last filled; the others wait in the pair
+table, and when the heap runs empty it is filled again from the table (`_queued`). Merge counts
+only fall (a pair a merge makes is at most as frequent as the merge): on 100 MB of text the heap
+is filled 15 times for 32k merges and never holds more than 16,000 of the 1.5 million pairs.
 
 It is all flat arrays, which is what makes it 3-5x faster than rustbpe's own merge loop
 (BENCHMARKS.md, "Distributed counting"):
@@ -26,12 +30,20 @@ It is all flat arrays, which is what makes it 3-5x faster than rustbpe's own mer
   pieces ahead (`_prefetch`), and the loop over them calls nothing that takes an array (numba
   would move reference counts, atomically, on every call).
 
+Memory is what the learning touches, not what it reserves: every array that grows as merges go
+(the pair table's, the heap's, the lists of pieces per pair) is allocated once, at a bound it
+cannot pass (`_bounds`), and the kernel gives a page only when it is first written, so no array
+is ever copied into a bigger one (a copy holds old and new at once). The lists of pieces are
+compacted in place when their next merge would pass the part written so far (`_compacted`): the
+runs of pairs counted out are never read again, and most runs die soon after they are written
+(on 100 MB of text 36 million are written, at most 18 million are alive at once).
+
 The compiled functions pass the learner's state as named tuples of arrays, one per thing it
 keeps: `Pieces` (the pieces being merged), `PairTable` (every pair numbered so far and the
 pieces that hold it), `Heap` (the pairs to merge next), `Merge` (the merge being made) and
 `MergeNotes` (what one merge notes as it goes). numba passes a named tuple by value, as its
 fields: their arrays are changed in place, and a structure one of whose arrays has grown is
-built anew (`_with_room`). The counts that move on every merge (how many pair numbers and how
+built anew (`_with_slots`). The counts that move on every merge (how many pair numbers and how
 much of the lists are used, the heap's size, how many pairs a merge made) are plain integers
 beside them, passed in and returned: a named tuple's fields cannot be assigned, and an integer
 kept in an array instead could not stay in a register in the loop that visits the pieces.
@@ -53,22 +65,24 @@ GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits of key
 EMPTY = np.int32(-1)
 AHEAD = 4  # pieces ahead of the one being merged whose memory is asked for (4-16 measured: 4 is best)
 
-Symbol = int | np.int32  # a token id
+Symbol = int | np.int32 | np.uint16  # a token id
 Int32s = npt.NDArray[np.int32]
 Int64s = npt.NDArray[np.int64]
+Symbols = npt.NDArray[np.uint16] | Int32s
 
 
 class Pieces(NamedTuple):
     """The distinct pieces being merged, numbered 0, 1, ... in the order given.
 
-    - symbols: every piece's token ids (int32), one piece after the other; a merge writes its
-      new id in place of each pair it replaces and moves the rest of the piece left.
+    - symbols: every piece's token ids (uint16 when every id fits, else int32), one piece after
+      the other; a merge writes its new id in place of each pair it replaces and moves the rest
+      of the piece left.
     - rows: one row a piece (int64, shape (pieces, 3)): its start and its end in `symbols` and
       its count. Its end moves left as merges shorten it. The three side by side are one cache
       line, read on every visit of the piece.
     """
 
-    symbols: Int32s
+    symbols: Symbols
     rows: Int64s
 
 
@@ -88,6 +102,9 @@ class PairTable(NamedTuple):
     - pieces_of: every pair's run of pieces (piece numbers, int32), one run after the other.
     - slots, bits: an open-addressing hash table from a key to its pair's number (int32 slots,
       EMPTY or a number; 2 ** bits of them, never more than half full).
+
+    The first five arrays and `pieces_of` are allocated at their bounds (`_bounds`); `written`,
+    carried beside `used`, is how much of `pieces_of` has ever been written (`_compacted`).
     """
 
     keys: Int64s
@@ -105,7 +122,9 @@ class Heap(NamedTuple):
     numbers[i] (int32), its key keys[i] (int64) and its count when it was put in, counts[i]
     (int64): stale once the pair's count has moved, in which case the learner puts it back
     with its count now when it comes on top. The larger count is on top, a tie to the smaller
-    key. How many entries are in use (`queued`) is carried beside it.
+    key. How many entries are in use (`queued`) is carried beside it, and so is the `floor`:
+    every pair counted at least that many times is in the heap, every other is left out (a
+    pair that falls under it is dropped when it comes on top).
     """
 
     counts: Int64s
@@ -162,11 +181,9 @@ def learn_merges_of(data: npt.NDArray[np.uint8], lengths: Int64s, counts: Int64s
     takes (pair counts are sums either way)."""
     usable = (lengths >= 2) & (counts > 0)  # a single byte holds no pair
     lengths, counts, data = added_up(lengths[usable], counts[usable], data[np.repeat(usable, lengths)])
-    symbols = data.astype(np.int32)
-    del data
-    starts = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=starts[1:])
-    merged = _learn(symbols, starts, counts, max(merges, 0), BYTES)
+    symbols, rows = data.astype(_symbol_type(BYTES + merges)), _rows(lengths, counts)
+    del lengths, counts, data  # only what the learner reads is held while it learns
+    merged = _learn(Pieces(symbols, rows), max(merges, 0), BYTES)
     tokens = [bytes([byte]) for byte in range(BYTES)]
     pairs = []
     for left, right in merged:
@@ -195,17 +212,32 @@ def learn_merges_from(symbols: Int32s, lengths: Int64s, counts: Int64s, first_id
     segmentation of each piece, ids below `first_id`): merge k makes token `first_id + k`. Each
     (symbols, length, count) piece must be distinct; the merges come as pairs of ids."""
     usable = (lengths >= 2) & (counts > 0)
-    symbols = np.ascontiguousarray(symbols[np.repeat(usable, lengths)], dtype=np.int32)
-    lengths = lengths[usable].astype(np.int64)
-    starts = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=starts[1:])
-    return _learn(symbols, starts, np.ascontiguousarray(counts[usable], dtype=np.int64), max(merges, 0), first_id)
+    pieces = Pieces(symbols[np.repeat(usable, lengths)].astype(_symbol_type(first_id + merges)),
+                    _rows(lengths[usable], counts[usable]))
+    return _learn(pieces, max(merges, 0), first_id)
+
+
+def _symbol_type(ids: int) -> type[np.unsignedinteger[Any]] | type[np.signedinteger[Any]]:
+    # The narrowest type the learner's symbols can have when `ids` ids are used: 2 bytes a symbol
+    # for vocabularies up to 65,536 (half the memory of the longest array the learner holds).
+    return np.uint16 if ids <= 1 << 16 else np.int32
+
+
+def _rows(lengths: Int64s, counts: Int64s) -> Int64s:
+    # `Pieces.rows` of pieces stored one after the other: each one's start, end and count.
+    rows = np.empty((len(lengths), 3), dtype=np.int64)
+    np.cumsum(lengths, out=rows[:, 1])
+    rows[:, 0] = rows[:, 1] - lengths
+    rows[:, 2] = counts
+    return rows
 
 
 def warm_up() -> None:
     """Compile (or load from numba's cache) the learner now: a worker calls this before it forks
-    its children, which then never pay for compiling (seconds, and 100 MiB at its peak)."""
-    learn_merges([(b"warm up", 2), (b"up", 1)], 2)
+    its children, which then never pay for compiling (seconds, and 100 MiB at its peak): both
+    symbol types (`_symbol_type`), as the merges asked for choose it, not the merges made."""
+    for merges in (2, 1 << 16):
+        learn_merges([(b"warm up", 2), (b"up", 1)], merges)
 
 
 @njit(cache=True, nogil=True)
@@ -244,32 +276,27 @@ def _first_copies(data: npt.NDArray[np.uint8], starts: Int64s, order: Int64s, co
 
 
 @njit(cache=True, nogil=True)  # the job's heartbeat thread beats while it learns
-def _learn(symbols: Int32s, starts: Int64s, counts: Int64s, wanted: int, first_id: int) -> list[tuple[int, int]]:
-    rows = np.empty((len(counts), 3), dtype=np.int64)
-    rows[:, 0] = starts[:-1]
-    rows[:, 1] = starts[1:]
-    rows[:, 2] = counts
-    pieces = Pieces(symbols, rows)
+def _learn(pieces: Pieces, wanted: int, first_id: int) -> list[tuple[int, int]]:
+    symbols, rows = pieces
     pairs, numbered, used = _first_pairs(pieces)
-    capacity = max(numbered, 16)
+    written = used
+    capacity = numbered + _bounds(symbols, rows)[1]  # every pair in the heap at most once, and the stale
     heap = Heap(np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64),
                 np.empty(capacity, dtype=np.int32))
-    queued = 0
-    for n in range(numbered):
-        if pairs.counts[n] > 0:
-            heap.counts[queued], heap.keys[queued], heap.numbers[queued] = pairs.counts[n], pairs.keys[n], n
-            queued += 1
-    for i in range(queued // 2 - 1, -1, -1):
-        _sift_down(heap, queued, i)
+    queued, floor = 0, 1
 
     merged: list[tuple[int, int]] = []
     notes = MergeNotes(np.empty(64, dtype=np.int32), np.empty(64, dtype=np.int32),
                        np.full((first_id + wanted, 6), -1, dtype=np.int32))
-    while len(merged) < wanted and queued > 0:
+    while len(merged) < wanted:
+        if queued == 0:
+            queued, floor = _queued(heap, pairs, numbered)
+            if queued == 0:
+                break  # no pair is left
         seen, key, n = heap.counts[0], heap.keys[0], heap.numbers[0]
         queued = _pop(heap, queued)
         current = pairs.counts[n]
-        if current <= 0:
+        if current < floor:  # counted out, or under the floor: back in when the heap is filled again
             continue
         if current != seen:
             queued = _push(heap, queued, current, key, n)
@@ -287,21 +314,18 @@ def _learn(symbols: Int32s, starts: Int64s, counts: Int64s, wanted: int, first_i
                 break
             w = pairs.pieces_of[p]
             span = int(rows[w, 1] - rows[w, 0])
-            pairs = _with_room(pairs, numbered, numbered + 2 * span)
+            pairs = _with_slots(pairs, numbered, numbered + 2 * span)
             if made + 2 * span > len(notes.made_pairs):
                 more = 2 * (made + 2 * span)
                 notes = MergeNotes(_grown(notes.made_pairs, more), _grown(notes.made_in, more), notes.neighbours)
         if made == 0:
             continue
-        if used + made > len(pairs.pieces_of):
-            pairs = PairTable(pairs.keys, pairs.counts, pairs.run_starts, pairs.run_lengths, pairs.last_listed,
-                              _grown(pairs.pieces_of, used + made + len(pairs.pieces_of) // 4), pairs.slots, pairs.bits)
+        if used + made > written:
+            used = _compacted(pairs, before_merge, used)
+            written = min(max(written, used + made + (used + made) // 4), len(pairs.pieces_of))
         used = _list_made(notes, made, before_merge, numbered, pairs, used)
-        if queued + numbered - before_merge > len(heap.counts):
-            more = 2 * (queued + numbered - before_merge)
-            heap = Heap(_grown(heap.counts, more), _grown(heap.keys, more), _grown(heap.numbers, more))
         for m in range(before_merge, numbered):
-            if pairs.counts[m] > 0:
+            if pairs.counts[m] >= floor:
                 queued = _push(heap, queued, pairs.counts[m], pairs.keys[m], m)
     return merged
 
@@ -311,18 +335,19 @@ def _first_pairs(pieces: Pieces) -> tuple[PairTable, int, int]:
     # The pairs of the pieces as they come: counted, each position's pair number noted, then
     # each pair's pieces listed by a counting sort (each piece once per pair). Returns the
     # table, how many pairs are numbered and how much of its `pieces_of` is used.
-    capacity = 1 << 16
+    symbols, rows = pieces.symbols, pieces.rows
+    positions, made = _bounds(symbols, rows)
+    capacity = max(positions + made, 16)
     pairs = PairTable(np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64),
                       np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int32),
                       np.empty(capacity, dtype=np.int32), np.empty(0, dtype=np.int32),
                       np.full(1 << 17, EMPTY, dtype=np.int32), 17)
     numbered = 0
-    symbols, rows = pieces.symbols, pieces.rows
     numbers = np.empty(len(symbols), dtype=np.int32)
     for w in range(len(rows)):
         room = numbered + int(rows[w, 1] - rows[w, 0])
-        if room > len(pairs.keys) or 2 * room > len(pairs.slots):
-            pairs = _with_room(pairs, numbered, room)
+        if 2 * room > len(pairs.slots):
+            pairs = _with_slots(pairs, numbered, room)
         for i in range(rows[w, 0], rows[w, 1] - 1):
             n = _number(_key(symbols[i], symbols[i + 1]), pairs, numbered)
             if n == numbered:
@@ -337,7 +362,7 @@ def _first_pairs(pieces: Pieces) -> tuple[PairTable, int, int]:
         pairs.run_starts[n] = used
         used += pairs.run_lengths[n]
         pairs.last_listed[n] = -1
-    pieces_of = np.empty(max(used + used // 4, 16), dtype=np.int32)
+    pieces_of = np.empty(max(used + made, 16), dtype=np.int32)
     cursor = pairs.run_starts[:numbered].copy()
     for w in range(len(rows)):
         for i in range(rows[w, 0], rows[w, 1] - 1):
@@ -374,7 +399,7 @@ def _merge_run(pieces: Pieces, pairs: PairTable, merge: Merge, notes: MergeNotes
         w = pieces_of[p]
         start, stop, count = rows[w, 0], rows[w, 1], rows[w, 2]
         room = numbered + 2 * (stop - start)  # at most two new pairs per symbol
-        if room > len(pairs.keys) or 2 * room > len(pairs.slots) or made + 2 * (stop - start) > len(made_pairs):
+        if 2 * room > len(pairs.slots) or made + 2 * (stop - start) > len(made_pairs):
             break
         p += 1
         i = start
@@ -464,7 +489,7 @@ def _slot(key: np.int64, bits: int) -> np.int64:
 @njit(cache=True, nogil=True, inline="always")
 def _number(key: np.int64, pairs: PairTable, numbered: int) -> int:
     # The pair's number; a pair not seen before gets `numbered`, its count and run empty (the
-    # caller counts it). The table is never more than half full (_with_room).
+    # caller counts it). The table is never more than half full (_with_slots).
     slots = pairs.slots
     mask = len(slots) - 1
     i = _slot(key, pairs.bits)
@@ -481,14 +506,45 @@ def _number(key: np.int64, pairs: PairTable, numbered: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _with_room(pairs: PairTable, numbered: int, room: int) -> PairTable:
-    # The table, its per-pair arrays grown (doubled) if `room` numbers would not fit, and its
-    # hash table grown to keep it at most half full.
+def _bounds(symbols: Symbols, rows: Int64s) -> tuple[int, int]:
+    # What the arrays that grow with the merges can never pass: (the pairs of adjacent tokens in
+    # the pieces at the start, the pairs all merges together can make). A merge replaces two
+    # tokens of a piece by one and makes at most two pairs there (with the tokens before and
+    # after), and a piece cannot shrink below one token, so all merges make at most twice the
+    # positions there are. Pairs are numbered (and listed, and queued) at most once per pair
+    # there is at the start or made.
+    positions = len(symbols) - len(rows)
+    return positions, 2 * positions
+
+
+@njit(cache=True, nogil=True)
+def _compacted(pairs: PairTable, numbered: int, used: int) -> int:
+    # Move the runs of the pairs still counted (counts > 0) to the front of pieces_of, in
+    # place and in order (runs lie in the order of their pairs' numbers), dropping the runs of
+    # pairs counted out: no merge reads them again, as a pair's count only grows in the merge
+    # that makes it. Returns how much of pieces_of is used now.
+    pieces_of, run_starts, run_lengths, counts = pairs.pieces_of, pairs.run_starts, pairs.run_lengths, pairs.counts
+    cursor = 0
+    for n in range(numbered):
+        length = run_lengths[n]
+        if counts[n] <= 0:
+            run_lengths[n] = 0
+            run_starts[n] = cursor
+            continue
+        start = run_starts[n]
+        for k in range(length):
+            pieces_of[cursor + k] = pieces_of[start + k]
+        run_starts[n] = cursor
+        cursor += length
+    assert cursor <= used
+    return cursor
+
+
+@njit(cache=True, nogil=True)
+def _with_slots(pairs: PairTable, numbered: int, room: int) -> PairTable:
+    # The table, its hash table grown to keep it at most half full for `room` numbers (its
+    # other arrays are allocated at their bounds).
     keys, counts, run_starts, run_lengths, last_listed, pieces_of, slots, bits = pairs
-    if room > len(keys):
-        size = 2 * max(room, len(keys))
-        keys, counts, run_starts = _grown(keys, size), _grown(counts, size), _grown(run_starts, size)
-        run_lengths, last_listed = _grown(run_lengths, size), _grown(last_listed, size)
     if 2 * room > len(slots):
         while 2 * room > (1 << bits):
             bits += 1
@@ -527,6 +583,24 @@ def _prefetch(typingctx: Any, values: Any, index: Any) -> Any:
 
 
 # The heap's functions (`Heap`): the entry of larger count, then of smaller key, is on top.
+@njit(cache=True, nogil=True)
+def _queued(heap: Heap, pairs: PairTable, numbered: int) -> tuple[int, int]:
+    # Fill the (empty) heap with every pair counted at least half the highest count there is.
+    # Returns the heap's size and that floor; none is queued when no pair is left.
+    highest = 0
+    for n in range(numbered):
+        highest = max(highest, pairs.counts[n])
+    floor = max(highest // 2, 1)
+    queued = 0
+    for n in range(numbered):
+        if pairs.counts[n] >= floor:
+            heap.counts[queued], heap.keys[queued], heap.numbers[queued] = pairs.counts[n], pairs.keys[n], n
+            queued += 1
+    for i in range(queued // 2 - 1, -1, -1):
+        _sift_down(heap, queued, i)
+    return queued, floor
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _above(heap: Heap, i: int, j: int) -> bool:
     counts, keys = heap.counts, heap.keys

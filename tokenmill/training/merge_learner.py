@@ -179,8 +179,7 @@ def learn_merges_of(data: npt.NDArray[np.uint8], lengths: Int64s, counts: Int64s
     length in bytes and count. A piece may come more than once (counted by two processes, say):
     its copies are added up first, which changes nothing but the memory and time the learning
     takes (pair counts are sums either way)."""
-    usable = (lengths >= 2) & (counts > 0)  # a single byte holds no pair
-    lengths, counts, data = added_up(lengths[usable], counts[usable], data[np.repeat(usable, lengths)])
+    lengths, counts, data = added_up(*_with_pairs(lengths, counts, data))
     symbols, rows = data.astype(_symbol_type(BYTES + merges)), _rows(lengths, counts)
     del lengths, counts, data  # only what the learner reads is held while it learns
     merged = _learn(Pieces(symbols, rows), max(merges, 0), BYTES)
@@ -196,14 +195,28 @@ def added_up(lengths: Int64s, counts: Int64s,
              data: npt.NDArray[np.uint8]) -> tuple[Int64s, Int64s, npt.NDArray[np.uint8]]:
     """Pieces given as arrays (each one's length and count, their bytes end to end), each distinct
     piece once with its copies' counts added up; in no particular order, with no dictionary of
-    pieces held meanwhile (hashed, sorted, compared byte for byte)."""
-    lengths = lengths.astype(np.int64)
-    counts = counts.astype(np.int64)  # a copy, added up into below
+    pieces held meanwhile (hashed, sorted, compared byte for byte). Pieces that are distinct
+    already (no two share a hash: one counter's) come back as they are, not copied."""
+    lengths = lengths.astype(np.int64, copy=False)
     starts = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=starts[1:])
-    order = np.lexsort((lengths, _hashes(data, starts)))  # copies of a piece side by side
+    hashes = _hashes(data, starts)
+    ordered = np.sort(hashes)
+    if not np.any(ordered[1:] == ordered[:-1]):
+        return lengths, counts.astype(np.int64, copy=False), data
+    counts = counts.astype(np.int64)  # a copy, added up into below
+    order = np.argsort(hashes)  # copies of a piece side by side
     firsts = _first_copies(data, starts, order, counts)  # their counts added up into the first
-    return lengths[firsts], np.ascontiguousarray(counts[firsts]), data[np.repeat(firsts, lengths)]
+    return lengths[firsts], np.ascontiguousarray(counts[firsts]), _bytes_of(data, lengths, firsts)
+
+
+def _with_pairs(lengths: Int64s, counts: Int64s,
+                data: npt.NDArray[np.uint8]) -> tuple[Int64s, Int64s, npt.NDArray[np.uint8]]:
+    # The pieces that can hold a pair: two bytes or more, seen at all.
+    usable = (lengths >= 2) & (counts > 0)
+    if usable.all():
+        return lengths, counts, data
+    return lengths[usable], np.ascontiguousarray(counts[usable]), _bytes_of(data, lengths, usable)
 
 
 def learn_merges_from(symbols: Int32s, lengths: Int64s, counts: Int64s, first_id: int,
@@ -253,10 +266,23 @@ def _hashes(data: npt.NDArray[np.uint8], starts: Int64s) -> npt.NDArray[np.uint6
 
 
 @njit(cache=True, nogil=True)
+def _bytes_of(data: npt.NDArray[np.uint8], lengths: Int64s, kept: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint8]:
+    # The bytes of the kept pieces, end to end.
+    out = np.empty(np.sum(lengths * kept), dtype=np.uint8)
+    at = written = 0
+    for w in range(len(lengths)):
+        if kept[w]:
+            out[written:written + lengths[w]] = data[at:at + lengths[w]]
+            written += lengths[w]
+        at += lengths[w]
+    return out
+
+
+@njit(cache=True, nogil=True)
 def _first_copies(data: npt.NDArray[np.uint8], starts: Int64s, order: Int64s, counts: Int64s) -> npt.NDArray[np.bool_]:
-    # With the pieces in `order` (equal hash and length side by side), keep the first of each
-    # run of equal bytes, its count the run's sum. A piece that only shares a hash with the one
-    # before (rare) is kept as it is: a piece may come twice, and the merges are the same.
+    # With the pieces in `order` (equal hashes side by side), keep the first of each run of
+    # equal bytes, its count the run's sum. A piece that only shares a hash with the one before
+    # (rare) is kept as it is: a piece may come twice, and the merges are the same.
     keep = np.ones(len(counts), dtype=np.bool_)
     first = order[0] if len(order) else 0
     for k in range(1, len(order)):

@@ -14,7 +14,8 @@ mark over into the child at exec (a parent grown to 140 MB would floor every chi
   preset split and counted by the compiled splitter on one thread per core (a custom regex or a
   normalizer would be counted by one child process per core), learned in the engine's process.
   Its peak RSS is the highest of the engine's VmHWM and the sum of its and its children's RSS at
-  one moment (sampled every 0.1 s). Its wall time includes loading the compiled code from
+  one moment (sampled every 0.1 s). The spec is checked as the API checks it, whose sandbox
+  processes are stopped before anything is measured: a job trains from its stored spec, with none. Its wall time includes loading the compiled code from
   numba's cache, which a worker does once, when it starts. Its training-alone column also says
   how long learning the merges from the counts took (`merge_learner.learn_merges_of`, loading
   the learner's compiled code from the cache included), in wall time and in its thread's CPU
@@ -123,12 +124,14 @@ def child(engine: str, corpus: Path, vocab: int, output: Path) -> None:
     """Train one engine in this (fresh) process and print what it measured as JSON."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
+    from tokenmill.sandboxed import sandbox
     from tokenmill.training import with_tokenizers
     from tokenmill.training.patterns import PATTERNS
     from tokenmill.training.spec import resolve_spec
     from tokenmill.training.with_rustbpe import learn_ranks, merge_pairs, to_tokenizer
 
     spec = resolve_spec({"vocab_size": vocab, "pre_tokenizer": "gpt2", "special_tokens": [SPECIAL]})
+    sandbox.close()  # the spec's check ran in sandbox processes, which a job does not have (it reads its stored spec)
     baseline = high_water_kib()
     started = time.perf_counter()
     parts = {}

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import regex
+from numba import njit
 
 from tokenmill.training.counting import spills
 from tokenmill.training.patterns import CL100K_PAT_STR, PATTERNS
@@ -129,24 +130,32 @@ class PieceCounter:
         self.add_utf8(*encoded(texts))
 
     def add_utf8(self, data: Uint8s, text_chars: Int64s) -> None:
-        """Count the pieces of texts given as `encoded` gives them."""
-        padded = _padded(data)
-        classes, offsets = decoded(padded[:len(data)])
-        ends = scanner.piece_ends(classes, offsets, text_chars, self.preset)
-        del classes, offsets
-        self._count(padded, ends, _ONCE)
+        """Count the pieces of texts given as `encoded` gives them: split and counted in one
+        compiled call. Every return from compiled code waits for the GIL, which the thread that
+        reads the texts holds most of the time: one call a batch instead of four took counting
+        500 MB on two threads from 5.2-5.5 s to 4.4-4.6 s."""
+        index, rows = _table()
+        at = np.zeros(1, dtype=np.int64)
+        status, padded, ends, codes = _split_and_counted(data, index, rows, text_chars, self.preset, at, self._rows,
+                                                         self._numbers, self._starts, self._keys, self._sizes)
+        self._count_rest(status, padded, ends, codes, _ONCE, at)
 
     def add_counts(self, counts: Counts) -> None:
         """Add counts as `arrays()` gives them (another counter's, say)."""
         lengths, seen, data = counts
-        self._count(_padded(data), np.cumsum(lengths), np.ascontiguousarray(seen, dtype=np.int64))
+        padded, ends, weights = _padded(data), np.cumsum(lengths), np.ascontiguousarray(seen, dtype=np.int64)
+        codes, at = piece_table.codes(padded, ends), np.zeros(1, dtype=np.int64)
+        status = piece_table.count(padded, ends, codes, weights, at, self._rows, self._numbers, self._starts,
+                                   self._keys, self._sizes)
+        self._count_rest(status, padded, ends, codes, weights, at)
 
-    def _count(self, padded: Uint8s, ends: Int64s, weights: Int64s) -> None:
-        codes = piece_table.codes(padded, ends)
-        at = np.zeros(1, dtype=np.int64)
-        while piece_table.count(padded, ends, codes, weights, at, self._rows, self._numbers, self._starts, self._keys,
-                                self._sizes) == piece_table.ROOM:
+    def _count_rest(self, status: int, padded: Uint8s, ends: Int64s, codes: Int64s, weights: Int64s,
+                    at: Int64s) -> None:
+        # While the table was full at piece at[0] of the batch: grow it and count on from there.
+        while status == piece_table.ROOM:
             self._grow(len(padded) - int(ends[at[0] - 1] if at[0] else 0))
+            status = piece_table.count(padded, ends, codes, weights, at, self._rows, self._numbers, self._starts,
+                                       self._keys, self._sizes)
 
     def _grow(self, bytes_left: int) -> None:
         # Twice the slots, or twice the numbers, or room for the bytes of the batch still to count.
@@ -179,6 +188,25 @@ class PieceCounter:
 
 
 _ONCE = np.zeros(0, dtype=np.int64)  # no weights: each piece seen once
+
+
+@njit(cache=True, nogil=True)
+def _split_and_counted(data: Uint8s, index: npt.NDArray[np.int32], rows: npt.NDArray[np.uint16], text_chars: Int64s,
+                       preset: int, at: Int64s, table_rows: Int64s, numbers: npt.NDArray[np.int32], starts: Int64s,
+                       keys: Uint8s, sizes: Int64s) -> tuple[int, Uint8s, Int64s, Int64s]:
+    # A batch's pieces (`decoded`, then `scanner.piece_ends`) counted into a PieceCounter's table
+    # from piece at[0] on (`piece_table.count`). Returns its status (DONE, or ROOM: the table
+    # is full at piece at[0]) and what counting the rest takes: the bytes padded for the
+    # compiled loops, where each piece ends, and each one's code.
+    padded = np.zeros(len(data) + piece_table.WORD, dtype=np.uint8)
+    padded[:len(data)] = data
+    classes = np.empty(len(data), dtype=np.uint16)  # at most one character per byte
+    offsets = np.empty(len(data) + 1, dtype=np.int64)
+    characters = scanner.decode(padded[:len(data)], index, rows, classes, offsets)
+    ends = scanner.piece_ends(classes[:characters], offsets[:characters + 1], text_chars, preset)
+    codes = piece_table.codes(padded, ends)
+    status = piece_table.count(padded, ends, codes, _ONCE, at, table_rows, numbers, starts, keys, sizes)
+    return status, padded, ends, codes
 
 
 def _padded(data: Uint8s) -> Uint8s:

@@ -100,8 +100,12 @@ def table() -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint16]]:
     classes = np.repeat(values, np.diff(np.append(starts, UNICODE)))
     if hashlib.sha256(classes.tobytes()).hexdigest() != classes_data.SHA256:
         raise RuntimeError("classes_data.py does not hold the classes it was generated with (edited by hand?)")
-    rows, index = np.unique(classes.reshape(-1, BLOCK), axis=0, return_inverse=True)
-    return index.astype(np.int32).reshape(-1), np.ascontiguousarray(rows)
+    blocks = classes.reshape(-1, BLOCK)
+    numbers: dict[bytes, int] = {}  # each distinct row's number, as first seen (np.unique by rows takes 0.17 s)
+    index = np.fromiter((numbers.setdefault(block.tobytes(), len(numbers)) for block in blocks), dtype=np.int32,
+                        count=len(blocks))
+    firsts = np.unique(index, return_index=True)[1]  # the first block of each row
+    return index, np.ascontiguousarray(blocks[firsts])
 
 
 def source(classes: npt.NDArray[np.uint16]) -> str:

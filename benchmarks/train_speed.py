@@ -15,8 +15,9 @@ mark over into the child at exec (a parent grown to 140 MB would floor every chi
   normalizer would be counted by one child process per core), learned in the engine's process.
   Its peak RSS is the highest of the engine's VmHWM and the sum of its and its children's RSS at
   one moment (sampled every 0.1 s). The spec is checked as the API checks it, whose sandbox
-  processes are stopped before anything is measured: a job trains from its stored spec, with none. Its wall time includes loading the compiled code from
-  numba's cache, which a worker does once, when it starts. Its training-alone column also says
+  processes are stopped before anything is measured: a job trains from its stored spec, with
+  none. Its wall time includes loading the compiled code from numba's cache, which a worker
+  does once, when it starts. Its training-alone column also says
   how long learning the merges from the counts took (`merge_learner.learn_merges_of`, loading
   the learner's compiled code from the cache included), in wall time and in its thread's CPU
   time, which a machine shared with other work disturbs less.

@@ -51,7 +51,7 @@ kept in an array instead could not stay in a register in the loop that visits th
 
 from array import array
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -69,6 +69,7 @@ Symbol = int | np.int32 | np.uint16  # a token id
 Int32s = npt.NDArray[np.int32]
 Int64s = npt.NDArray[np.int64]
 Symbols = npt.NDArray[np.uint16] | Int32s
+Data = TypeVar("Data", npt.NDArray[np.uint8], Int32s)  # pieces end to end: as bytes, or as ids
 
 
 class Pieces(NamedTuple):
@@ -210,9 +211,8 @@ def added_up(lengths: Int64s, counts: Int64s,
     return lengths[firsts], np.ascontiguousarray(counts[firsts]), _bytes_of(data, lengths, firsts)
 
 
-def _with_pairs(lengths: Int64s, counts: Int64s,
-                data: npt.NDArray[np.uint8]) -> tuple[Int64s, Int64s, npt.NDArray[np.uint8]]:
-    # The pieces that can hold a pair: two bytes or more, seen at all.
+def _with_pairs(lengths: Int64s, counts: Int64s, data: Data) -> tuple[Int64s, Int64s, Data]:
+    # The pieces that can hold a pair: two bytes (or ids) or more, seen at all.
     usable = (lengths >= 2) & (counts > 0)
     if usable.all():
         return lengths, counts, data
@@ -224,9 +224,8 @@ def learn_merges_from(symbols: Int32s, lengths: Int64s, counts: Int64s, first_id
     """Merges learned by the same rule from pieces already given as token ids (a base tokenizer's
     segmentation of each piece, ids below `first_id`): merge k makes token `first_id + k`. Each
     (symbols, length, count) piece must be distinct; the merges come as pairs of ids."""
-    usable = (lengths >= 2) & (counts > 0)
-    pieces = Pieces(symbols[np.repeat(usable, lengths)].astype(_symbol_type(first_id + merges)),
-                    _rows(lengths[usable], counts[usable]))
+    lengths, counts, symbols = _with_pairs(lengths, counts, symbols)
+    pieces = Pieces(symbols.astype(_symbol_type(first_id + merges)), _rows(lengths, counts))
     return _learn(pieces, max(merges, 0), first_id)
 
 
@@ -266,9 +265,9 @@ def _hashes(data: npt.NDArray[np.uint8], starts: Int64s) -> npt.NDArray[np.uint6
 
 
 @njit(cache=True, nogil=True)
-def _bytes_of(data: npt.NDArray[np.uint8], lengths: Int64s, kept: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint8]:
-    # The bytes of the kept pieces, end to end.
-    out = np.empty(np.sum(lengths * kept), dtype=np.uint8)
+def _bytes_of(data: npt.NDArray[Any], lengths: Int64s, kept: npt.NDArray[np.bool_]) -> npt.NDArray[Any]:
+    # The bytes (or ids) of the kept pieces, end to end.
+    out = np.empty(np.sum(lengths * kept), dtype=data.dtype)
     at = written = 0
     for w in range(len(lengths)):
         if kept[w]:
@@ -303,10 +302,10 @@ def _first_copies(data: npt.NDArray[np.uint8], starts: Int64s, order: Int64s, co
 
 @njit(cache=True, nogil=True)  # the job's heartbeat thread beats while it learns
 def _learn(pieces: Pieces, wanted: int, first_id: int) -> list[tuple[int, int]]:
-    symbols, rows = pieces
+    rows = pieces.rows
     pairs, numbered, used = _first_pairs(pieces)
     written = used
-    capacity = numbered + _bounds(symbols, rows)[1]  # every pair in the heap at most once, and the stale
+    capacity = len(pairs.keys)  # a pair is in the heap at most once, and the table has room for every pair
     heap = Heap(np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64),
                 np.empty(capacity, dtype=np.int32))
     queued, floor = 0, 1

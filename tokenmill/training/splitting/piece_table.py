@@ -61,6 +61,14 @@ def _prefetch(typingctx: Any, values: Any, index: Any) -> Any:
 
 
 @njit(cache=True, nogil=True)
+def padded(data: Uint8s) -> Uint8s:
+    """A copy with WORD more bytes: the compiled loops read 8 bytes at a time (and want it writable)."""
+    out = np.zeros(len(data) + WORD, dtype=np.uint8)
+    out[:len(data)] = data
+    return out
+
+
+@njit(cache=True, nogil=True)
 def _log2(size: int) -> int:
     bits = 0
     while (1 << bits) < size:

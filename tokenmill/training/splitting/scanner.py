@@ -54,6 +54,15 @@ Int64s = npt.NDArray[np.int64]
 
 
 @njit(cache=True, nogil=True)
+def decoded(data: Uint8s, index: Int32s, rows: Uint16s) -> tuple[Uint16s, Int64s]:
+    """Each character's class, and where each starts in the data (and where the last ends)."""
+    classes = np.empty(len(data), dtype=np.uint16)  # at most one character per byte
+    offsets = np.empty(len(data) + 1, dtype=np.int64)
+    characters = decode(data, index, rows, classes, offsets)
+    return classes[:characters], offsets[:characters + 1]
+
+
+@njit(cache=True, nogil=True)
 def decode(data: Uint8s, index: Int32s, rows: Uint16s, classes: Uint16s, offsets: Int64s) -> int:
     """Each character's class and first byte (offsets[characters] = len(data)); the number of characters."""
     k = 0

@@ -74,12 +74,18 @@ def child_learn(root: Path, vocab: int, cap_mib: int, held_out: str) -> dict:
     keys = sorted(stored.key for stored in store.list_objects("spills/"))
     merged = spills.merged([spills.records(store.iter_chunks(key, spills.SPILL_READ)) for key in keys])
     budget = learner_budget(cap_mib * 2**20 if cap_mib else None)
-    counts, pruned = gathered(merged, spec.min_frequency, budget)
-    tokenizer = learned_from_counts(spec, counts)
+    pruned = []
+
+    def counted():  # as a job's coordinator does: only the learner holds the counts while it learns
+        counts, kept = gathered(merged, spec.min_frequency, budget)
+        pruned.append(kept)
+        return counts
+
+    tokenizer = learned_from_counts(spec, counted)
     seconds = time.monotonic() - started
     text = Path(held_out).read_text(encoding="utf-8")
     tokens = sum(len(encoding.ids) for encoding in tokenizer.encode_batch(text.splitlines()))
-    return {"seconds": seconds, "pruned": pruned.record(), "bytes_per_token": len(text.encode()) / max(tokens, 1)}
+    return {"seconds": seconds, "pruned": pruned[0].record(), "bytes_per_token": len(text.encode()) / max(tokens, 1)}
 
 
 def run(*args: str) -> subprocess.Popen:

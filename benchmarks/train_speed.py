@@ -18,8 +18,9 @@ mark over into the child at exec (a parent grown to 140 MB would floor every chi
   processes are stopped before anything is measured: a job trains from its stored spec, with
   none. Its wall time includes loading the compiled code from numba's cache, which a worker
   does once, when it starts. Its training-alone column also says
-  how long learning the merges from the counts took (`merge_learner.learn_merges_of`, loading
-  the learner's compiled code from the cache included), in wall time and in its thread's CPU
+  how long learning the merges from the counts took (`merge_learner.learned`, from the pieces
+  `pieces_to_merge` made of the counts; loading the learner's compiled code from the cache
+  included), in wall time and in its thread's CPU
   time, which a machine shared with other work disturbs less.
 
 Wall time is the child process's, interpreter start and imports included (its own
@@ -151,7 +152,7 @@ def child(engine: str, corpus: Path, vocab: int, output: Path) -> None:
         from tokenmill.training import merge_learner
         from tokenmill.training.with_tokenmill import train_tokenmill
 
-        learn = merge_learner.learn_merges_of
+        learn = merge_learner.learned
 
         def timed_learning(*args):  # the engine looks the learner up when it learns: timed apart from counting
             begun, cpu = time.perf_counter(), time.thread_time()
@@ -161,7 +162,7 @@ def child(engine: str, corpus: Path, vocab: int, output: Path) -> None:
                 parts["merges"] = time.perf_counter() - begun
                 parts["merges_cpu"] = time.thread_time() - cpu
 
-        merge_learner.learn_merges_of = timed_learning
+        merge_learner.learned = timed_learning
         tokenizer = train_tokenmill(spec.model_copy(update={"library": "tokenmill"}),
                                     streamed(lines(corpus), parts, started))
     else:

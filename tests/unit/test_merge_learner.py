@@ -149,3 +149,16 @@ def test_learning_from_ids_continues_a_state():
     later = learn_merges_from(np.array([i for ids in state for i in ids], dtype=np.int32),
                               np.array([len(ids) for ids in state], dtype=np.int64), counts, 260, 8)
     assert later == [(a, b) for a, b in by_ids[4:]]
+
+
+def test_pieces_past_what_32_bit_numbers_hold_are_refused_before_any_learning():
+    import numpy as np
+
+    # A piece of n symbols holds n - 1 positions of pairs; the learner numbers up to three times
+    # the positions (`_bounds`) in 32 bits. One position more than that holds is refused, before
+    # anything is allocated for it (lengths alone: no bytes are needed to refuse them).
+    most = (2**31 - 1) // 3
+    rows = merge_learner._rows(np.array([most + 1], dtype=np.int64), np.ones(1, dtype=np.int64))
+    assert rows.tolist() == [[0, most + 1, 1]]
+    with pytest.raises(ValueError, match="numbered in 32 bits"):
+        merge_learner._rows(np.array([most + 2], dtype=np.int64), np.ones(1, dtype=np.int64))

@@ -223,10 +223,13 @@ def _counted_in_parts(spec: TrainingSpec, first: TrainingSpec, store: ObjectStor
     # (what that pruned goes into the lineage's superword record), then the spans merged.
     spilled = count_in_parts(spec, store, corpora, counting, report, regex_seconds, Drawn.of(spec, corpora, lineage))
     report("merging counts", 0.5, force=True)
-    pieces, pruned = spilled.merged(PIECES, first.min_frequency, learner_budget(counting.limits.max_memory))
-    lineage["superword"] = {"stage1_pruned": pruned.record()}
-    tokenizer = learned_from_counts(first, pieces)
-    del pieces
+
+    def merged() -> Counts:
+        pieces, pruned = spilled.merged(PIECES, first.min_frequency, learner_budget(counting.limits.max_memory))
+        lineage["superword"] = {"stage1_pruned": pruned.record()}
+        return pieces
+
+    tokenizer = learned_from_counts(first, merged)
     stage1 = version_contents(first, tokenizer, {}, lineage)
     report("merging spans", 0.6, force=True)
     spans, pruned = spilled.merged(SPANS, floor, budget)

@@ -94,7 +94,8 @@ class PairTable(NamedTuple):
 
     - keys: the pair, as left << 32 | right (int64).
     - counts: how often it occurs now, summed over the pieces (int64): 0 once merged away.
-    - run_starts, run_lengths: where its pieces are listed in `pieces_of` (int64, int32):
+    - run_starts, run_lengths: where its pieces are listed in `pieces_of` (int32, as pair
+      numbers are: `pieces_to_merge` refuses pieces whose bounds would not fit):
       pieces_of[run_starts[n]:run_starts[n] + run_lengths[n]] are the pieces that held pair n
       when they were listed (at the start, or by the merge that made the newer of its two
       tokens); later merges may have taken it out of some of them.
@@ -110,7 +111,7 @@ class PairTable(NamedTuple):
 
     keys: Int64s
     counts: Int64s
-    run_starts: Int64s
+    run_starts: Int32s
     run_lengths: Int32s
     last_listed: Int32s
     pieces_of: Int32s
@@ -177,13 +178,24 @@ def learn_merges(pieces: Iterable[tuple[bytes, int]], merges: int) -> list[tuple
 def learn_merges_of(data: npt.NDArray[np.uint8], lengths: Int64s, counts: Int64s,
                     merges: int) -> list[tuple[bytes, bytes]]:
     """`learn_merges` of pieces given as arrays: their bytes one after the other, each one's
-    length in bytes and count. A piece may come more than once (counted by two processes, say):
-    its copies are added up first, which changes nothing but the memory and time the learning
-    takes (pair counts are sums either way)."""
+    length in bytes and count (`learned(pieces_to_merge(...))`)."""
+    return learned(pieces_to_merge(lengths, counts, data, merges), merges)
+
+
+def pieces_to_merge(lengths: Int64s, counts: Int64s, data: npt.NDArray[np.uint8], merges: int) -> Pieces:
+    """Pieces given as arrays (each one's length and count, their bytes end to end), as the learner merges them:
+    those that can hold a pair, each distinct one once. A piece may come more than once (counted
+    by two processes, say): its copies are added up, which changes nothing but the memory and
+    time the learning takes (pair counts are sums either way). Nothing given is kept: a caller
+    that lets go of the arrays holds only these while the merges are learned."""
     lengths, counts, data = added_up(*_with_pairs(lengths, counts, data))
-    symbols, rows = data.astype(_symbol_type(BYTES + merges)), _rows(lengths, counts)
-    del lengths, counts, data  # only what the learner reads is held while it learns
-    merged = _learn(Pieces(symbols, rows), max(merges, 0), BYTES)
+    return Pieces(data.astype(_symbol_type(BYTES + merges)), _rows(lengths, counts))
+
+
+def learned(pieces: Pieces, merges: int) -> list[tuple[bytes, bytes]]:
+    """The merges learned from `pieces_to_merge`'s pieces (at most `merges`), in order, each as
+    the bytes of its two tokens. The pieces are merged in place: they are used up."""
+    merged = _learn(pieces, max(merges, 0), BYTES)
     tokens = [bytes([byte]) for byte in range(BYTES)]
     pairs = []
     for left, right in merged:
@@ -239,6 +251,10 @@ def _rows(lengths: Int64s, counts: Int64s) -> Int64s:
     # `Pieces.rows` of pieces stored one after the other: each one's start, end and count.
     rows = np.empty((len(lengths), 3), dtype=np.int64)
     np.cumsum(lengths, out=rows[:, 1])
+    positions = int(rows[-1, 1]) - len(lengths) if len(lengths) else 0
+    if sum(_bounds(positions)) >= 1 << 31:
+        raise ValueError(f"{len(lengths)} distinct pieces of {positions + len(lengths)} symbols: more than the "
+                         "learner can number (its pairs and their lists of pieces are numbered in 32 bits)")
     rows[:, 0] = rows[:, 1] - lengths
     rows[:, 2] = counts
     return rows
@@ -347,7 +363,7 @@ def _learn(pieces: Pieces, wanted: int, first_id: int) -> list[tuple[int, int]]:
             continue
         if used + made > written:
             used = _compacted(pairs, before_merge, used)
-            written = min(max(written, used + made + (used + made) // 4), len(pairs.pieces_of))
+            written = min(max(written, used + made + (used + made) // 16), len(pairs.pieces_of))
         used = _list_made(notes, made, before_merge, numbered, pairs, used)
         for m in range(before_merge, numbered):
             if pairs.counts[m] >= floor:
@@ -361,10 +377,10 @@ def _first_pairs(pieces: Pieces) -> tuple[PairTable, int, int]:
     # each pair's pieces listed by a counting sort (each piece once per pair). Returns the
     # table, how many pairs are numbered and how much of its `pieces_of` is used.
     symbols, rows = pieces.symbols, pieces.rows
-    positions, made = _bounds(symbols, rows)
+    positions, made = _bounds(len(symbols) - len(rows))
     capacity = max(positions + made, 16)
     pairs = PairTable(np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64),
-                      np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int32),
+                      np.empty(capacity, dtype=np.int32), np.empty(capacity, dtype=np.int32),
                       np.empty(capacity, dtype=np.int32), np.empty(0, dtype=np.int32),
                       np.full(1 << 17, EMPTY, dtype=np.int32), 17)
     numbered = 0
@@ -531,14 +547,13 @@ def _number(key: np.int64, pairs: PairTable, numbered: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _bounds(symbols: Symbols, rows: Int64s) -> tuple[int, int]:
+def _bounds(positions: int) -> tuple[int, int]:
     # What the arrays that grow with the merges can never pass: (the pairs of adjacent tokens in
     # the pieces at the start, the pairs all merges together can make). A merge replaces two
     # tokens of a piece by one and makes at most two pairs there (with the tokens before and
     # after), and a piece cannot shrink below one token, so all merges make at most twice the
     # positions there are. Pairs are numbered (and listed, and queued) at most once per pair
-    # there is at the start or made.
-    positions = len(symbols) - len(rows)
+    # there is at the start or made. `positions`: the pieces' symbols but one a piece.
     return positions, 2 * positions
 
 

@@ -102,10 +102,13 @@ def train_counted(spec: TrainingSpec, store: ObjectStore, corpora: list[Corpus],
     left out recorded in `lineage` as `pruned`."""
     spilled = count_in_parts(spec, store, corpora, counting, report, regex_seconds, drawn)
     report("merging counts", 0.5, force=True)
-    arrays, pruned = spilled.merged(PIECES, spec.min_frequency, learner_budget(counting.limits.max_memory))
-    lineage["pruned"] = pruned.record()
-    result = _learn(spec, arrays, report)
-    del arrays
+
+    def merged() -> Counts:
+        arrays, pruned = spilled.merged(PIECES, spec.min_frequency, learner_budget(counting.limits.max_memory))
+        lineage["pruned"] = pruned.record()
+        return arrays
+
+    result = _learn(spec, merged, report)
     log.info("job %s: learned from the merged counts (this process holds %d MiB)", counting.job_id,
              psutil.Process().memory_info().rss >> 20)
     forget_counts(store, counting)
@@ -195,11 +198,12 @@ def _find_repeats(store: ObjectStore, counting: Counting, parts: list[Part], dra
     log.info("job %s: %d distinct documents in %d parts", counting.job_id, seen.count, len(parts))
 
 
-def _learn(spec: TrainingSpec, counts: Counts, report: Report) -> tuple[Tokenizer, dict[str, bytes]]:
-    lengths, seen, data = counts
+def _learn(spec: TrainingSpec, merged: Callable[[], Counts], report: Report) -> tuple[Tokenizer, dict[str, bytes]]:
+    # Learned from the merged counts, made here (`learned_from_counts` says why).
     if spec.library == "sentencepiece":
         from tokenmill.training.with_sentencepiece import train_sentencepiece
 
+        lengths, seen, data = merged()
         ends = np.cumsum(lengths)
         lines = (f"{data[end - length:end].tobytes().decode('utf-8')}\t{count}"
                  for length, end, count in zip(lengths.tolist(), ends.tolist(), seen.tolist()))
@@ -207,7 +211,7 @@ def _learn(spec: TrainingSpec, counts: Counts, report: Report) -> tuple[Tokenize
         return result.tokenizer_and_files()
     from tokenmill.training.with_tokenmill import learned_from_counts
 
-    tokenizer = learned_from_counts(spec, counts)
+    tokenizer = learned_from_counts(spec, merged)
     report("training", 0.8, force=True)
     return tokenizer, {}
 

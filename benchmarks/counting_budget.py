@@ -41,12 +41,14 @@ def _spec(vocab: int):
 
 
 def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: int) -> dict:
+    from tokenmill.allocator import map_large_blocks
     from tokenmill.corpora import ranges
     from tokenmill.models import Corpus
     from tokenmill.store import LocalStore
     from tokenmill.training.counting import spills
     from tokenmill.training.splitting.counting import count, warm_up
 
+    map_large_blocks()  # as a worker sets it for its children (workers/tasks.py)
     warm_up()
     store = LocalStore(root)
     corpus = Corpus(storage_key=KEY, bytes=(root / KEY).stat().st_size, format="text", text_field=None)
@@ -61,12 +63,14 @@ def child_count(root: Path, vocab: int, part_mb: float, worker: int, workers: in
 
 
 def child_learn(root: Path, vocab: int, cap_mib: int, held_out: str) -> dict:
+    from tokenmill.allocator import map_large_blocks
     from tokenmill.store import LocalStore
     from tokenmill.training.counting import spills
     from tokenmill.training.counting.merge import gathered, learner_budget
     from tokenmill.training.merge_learner import warm_up
     from tokenmill.training.with_tokenmill import learned_from_counts
 
+    map_large_blocks()  # as a worker sets it for its children (workers/tasks.py)
     warm_up()  # what a job's worker holds before it merges: the learner compiled, the libraries loaded
     store = LocalStore(root)
     spec = _spec(vocab)

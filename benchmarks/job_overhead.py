@@ -311,6 +311,7 @@ def job_child(work: Path, corpus: Path, library: str, vocab: int, team_id: str, 
 
     from sqlalchemy import select
 
+    from tokenmill.allocator import map_large_blocks
     from tokenmill.db import make_engine, make_sessionmaker, transaction
     from tokenmill.jobs.pipeline import run_training_job
     from tokenmill.jobs.submission import submit_job
@@ -320,6 +321,7 @@ def job_child(work: Path, corpus: Path, library: str, vocab: int, team_id: str, 
     from tokenmill.store import open_store
 
     imports = time.perf_counter() - imported
+    map_large_blocks()  # as a worker sets it for its children (workers/tasks.py)
     baseline = status_kib()
     database_url, storage_url = urls(work)
     settings = Settings(home=work, database_url=database_url, storage_url=storage_url)

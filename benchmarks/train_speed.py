@@ -134,6 +134,10 @@ def child(engine: str, corpus: Path, vocab: int, output: Path) -> None:
 
     spec = resolve_spec({"vocab_size": vocab, "pre_tokenizer": "gpt2", "special_tokens": [SPECIAL]})
     sandbox.close()  # the spec's check ran in sandbox processes, which a job does not have (it reads its stored spec)
+    if engine == "tokenmill":
+        from tokenmill.allocator import map_large_blocks
+
+        map_large_blocks()  # as a worker sets it for its children (workers/tasks.py)
     baseline = high_water_kib()
     started = time.perf_counter()
     parts = {}

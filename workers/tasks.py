@@ -41,10 +41,13 @@ def resources() -> tuple[sessionmaker[Session], ObjectStore]:
 @worker_init.connect
 def compile_before_forking(**_: Any) -> None:
     # In the worker's main process, before its children are forked: they inherit the compiled
-    # merge learner and splitter instead of each compiling them inside a job's memory limit.
+    # merge learner and splitter instead of each compiling them inside a job's memory limit,
+    # and the allocator's setting that keeps a job's memory what it uses (`map_large_blocks`).
+    from tokenmill.allocator import map_large_blocks
     from tokenmill.training.merge_learner import warm_up
     from tokenmill.training.splitting import counting
 
+    map_large_blocks()
     warm_up()
     counting.warm_up()
 

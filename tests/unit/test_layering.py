@@ -46,7 +46,7 @@ def test_the_dashboard_imports_no_api_route():
 # The core's packages, lowest first: each imports only the foundation and the packages before
 # it (lazily inside a function or not), so the layout reads top-down and no package loops back.
 LAYERS = ["queued_work", "formats", "sandboxed", "corpora", "training", "versions", "evaluation", "playground", "jobs"]
-FOUNDATION = {"settings", "db", "models", "store", "errors", "pagination", "teams", "quotas"}
+FOUNDATION = {"settings", "db", "models", "store", "errors", "pagination", "teams", "quotas", "allocator"}
 ENTRY_POINTS = {"cli", "client", "embedded", "__main__"}
 
 

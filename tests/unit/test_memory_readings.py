@@ -53,3 +53,34 @@ def test_the_guard_reads_pss_only_once_rss_passes_the_limit(monkeypatch):
     assert reads == []
     assert heartbeat.over_memory(process, 1 << 20)
     assert reads == [1]
+
+
+# Frees blocks of 4 MiB after glibc's threshold for mapping a block apart has risen to 16 MiB
+# (it rises to the largest mapped block freed), keeping the last block, and prints how much of
+# them is still resident: a heap gives memory back only from its top, which the last one holds.
+FREED = """
+import ctypes, sys
+from tokenmill.allocator import map_large_blocks
+if sys.argv[1] == "set":
+    map_large_blocks()
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+libc.free(libc.malloc(16 << 20))
+def resident():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+before = resident()
+blocks = [libc.malloc(4 << 20) for _ in range(8)]
+for block in blocks:
+    ctypes.memset(block, 1, 4 << 20)
+for block in blocks[:-1]:
+    libc.free(block)
+print(resident() - before)
+"""
+
+
+def test_with_large_blocks_mapped_apart_a_freed_block_is_given_back_at_once():
+    def still_resident(how: str) -> int:
+        return int(subprocess.run([sys.executable, "-c", FREED, how], capture_output=True, check=True).stdout)
+
+    assert still_resident("default") > 24 * 2**20  # the seven freed blocks kept by the heap
+    assert still_resident("set") < 8 * 2**20  # only the block still held

@@ -1,7 +1,5 @@
 """Stage and progress of a running job, written to its row; also how a worker learns of a cancel."""
 
-import contextlib
-import ctypes
 import threading
 import time
 import uuid
@@ -12,6 +10,7 @@ import psutil
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
+from tokenmill.allocator import give_back_memory
 from tokenmill.db import rowcount, transaction, utcnow
 from tokenmill.errors import JobCancelled
 from tokenmill.models import TrainingJob
@@ -67,13 +66,6 @@ def tracked(texts: Iterable[str], total_chars: int, report: Report, stage: str, 
             report(stage, start + (end - start) * seen / max(total_chars, 1))
             due = seen + step
         yield text
-
-
-def give_back_memory() -> None:
-    """Return the memory freed so far to the system (glibc's malloc_trim: every arena, the
-    libraries' threads' too), so this process's resident memory is what it still uses."""
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim this way
-        ctypes.CDLL(None).malloc_trim(0)
 
 
 class PeakMemory:

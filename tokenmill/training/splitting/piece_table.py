@@ -63,9 +63,15 @@ def _prefetch(typingctx: Any, values: Any, index: Any) -> Any:
 @njit(cache=True, nogil=True)
 def padded(data: Uint8s) -> Uint8s:
     """A copy with WORD more bytes: the compiled loops read 8 bytes at a time (and want it writable)."""
-    out = np.zeros(len(data) + WORD, dtype=np.uint8)
+    return padded_into(data, np.empty(len(data) + WORD, dtype=np.uint8))
+
+
+@njit(cache=True, nogil=True)
+def padded_into(data: Uint8s, out: Uint8s) -> Uint8s:
+    """`padded`, written into the front of `out` (room for WORD bytes more than the data)."""
     out[:len(data)] = data
-    return out
+    out[len(data):len(data) + WORD] = 0
+    return out[:len(data) + WORD]
 
 
 @njit(cache=True, nogil=True)
@@ -79,7 +85,13 @@ def _log2(size: int) -> int:
 @njit(cache=True, nogil=True)
 def codes(data: Uint8s, ends: Int64s) -> Int64s:
     """Each piece's code; piece k is data[ends[k - 1]:ends[k]] (the first from 0)."""
-    out = np.empty(len(ends), dtype=np.int64)
+    return codes_into(data, ends, np.empty(len(ends), dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def codes_into(data: Uint8s, ends: Int64s, out: Int64s) -> Int64s:
+    """`codes`, written into the front of `out` (room for a code per piece)."""
+    out = out[:len(ends)]
     first = 0
     for k in range(len(ends)):
         last = ends[k]

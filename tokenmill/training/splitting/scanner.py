@@ -114,13 +114,17 @@ def piece_ends(classes: Uint16s, offsets: Int64s, text_chars: Int64s, preset: in
     """Where each piece of the texts ends, text after text: offsets[the character after it]
     (`decode`'s offsets: its end in bytes; 0, 1, 2, ...: in characters)."""
     ends = np.empty(int(text_chars.sum()), dtype=np.int64)
+    return ends[:scan(classes, offsets, text_chars, preset, ends)]
+
+
+@njit(cache=True, nogil=True)
+def scan(classes: Uint16s, offsets: Int64s, text_chars: Int64s, preset: int, ends: Int64s) -> int:
+    """`piece_ends` written into `ends` (room for a piece per character); the number of pieces."""
     if preset == GPT2:
-        pieces = _gpt2(classes, offsets, text_chars, ends)
-    elif preset == CL100K:
-        pieces = _cl100k(classes, offsets, text_chars, ends)
-    else:
-        pieces = _o200k(classes, offsets, text_chars, ends)
-    return ends[:pieces]
+        return _gpt2(classes, offsets, text_chars, ends)
+    if preset == CL100K:
+        return _cl100k(classes, offsets, text_chars, ends)
+    return _o200k(classes, offsets, text_chars, ends)
 
 
 # The scanners: one loop each, a piece per step. The class of a piece's first character (and of

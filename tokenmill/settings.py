@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     # A running job's worker touches its row this often; silent for `sweep_silent_after`, it is taken for dead.
     heartbeat_seconds: float = 10.0
     sweep_silent_after: int = 120
+    # Work queued again after a transient fault (a service away) is due after this many seconds times its attempts.
+    retry_seconds: float = Field(default=10.0, ge=0)
     sweep_interval: float = 60.0
     # Objects without a row are deleted, and multipart uploads aborted, once older than this.
     orphan_grace_seconds: int = 3600

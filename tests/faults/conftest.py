@@ -31,6 +31,7 @@ FAST = {
     "TOKENMILL_SWEEP_INTERVAL": "2",
     "TOKENMILL_SWEEP_QUEUED_AFTER": "4",
     "TOKENMILL_ORPHAN_GRACE_SECONDS": "0",
+    "TOKENMILL_RETRY_SECONDS": "2",  # a store that was away is back by then (test_faults restores it at the retry)
     "TOKENMILL_COUNT_PART_BYTES": str(2 * 2**20),  # `counting: distributed` jobs: many parts on a small corpus
     "TOKENMILL_EVALUATION_PART_BYTES": str(2 * 2**20),  # a corpus measured whole: many parts too
 }

@@ -230,10 +230,13 @@ def test_a_store_outage_requeues_the_job_then_it_succeeds(sessionmaker, store, t
 
     team, corpus = team_and_corpus
     job_id = new_job(sessionmaker, team, corpus)
-    with pytest.raises(TransientError):
-        run_training_job(sessionmaker, FlakyStore(store, failures=1), job_id)
+    before = utcnow()
+    with pytest.raises(TransientError) as raised:  # due again after retry_seconds × its attempt
+        run_training_job(sessionmaker, FlakyStore(store, failures=1), job_id, WorkLimits(retry_seconds=300))
+    assert raised.value.retry_in == 300
     job = job_row(sessionmaker, job_id)
     assert (job.status, job.attempts) == ("queued", 1) and job.error.startswith("retrying: the object store was unreachable")
+    assert before + timedelta(seconds=300) <= job.retry_at <= utcnow() + timedelta(seconds=300)
     assert run_training_job(sessionmaker, store, job_id) == "succeeded"
     assert job_row(sessionmaker, job_id).attempts == 2
 

@@ -40,9 +40,6 @@ WORKER_DIED = ("its worker died {attempts} times (killed, out of memory, or its 
                "try a smaller corpus (max_sentences) or submit it again")
 
 
-RETRY_SECONDS = 10.0  # a row queued again after a transient fault waits this long times its attempts
-
-
 # Faults worth a retry: the database away or its pool busy, the store away; not the work wrong.
 TRANSIENT: tuple[type[BaseException], ...] = (*DATABASE_AWAY, *POOL_BUSY, *TRANSIENT_ERRORS)
 
@@ -193,7 +190,7 @@ def run_claimed(factory: sessionmaker[Session], model: Work, row_id: uuid.UUID, 
             if attempt >= limits.max_attempts:
                 fail(factory, model, row_id, f"gave up after {attempt} attempts: {unavailable(exc)}", attempt)
                 return Status.FAILED
-            retry_in = RETRY_SECONDS * attempt
+            retry_in = limits.retry_seconds * attempt
             requeue(factory, model, row_id, f"retrying: {unavailable(exc)}", attempt, retry_in)
             raise TransientError(unavailable(exc), retry_in) from exc
         except BaseException as exc:

@@ -20,10 +20,12 @@ class WorkLimits:
     stop_grace: float = 3.0
     # Longest one training document may keep a custom pre_tokenizer_regex busy (tokenmill.training.regex_limit).
     regex_seconds: float = 10.0
+    # Work queued again after a transient fault is due after this times its attempts.
+    retry_seconds: float = 10.0
 
     @classmethod
     def of(cls, settings: Settings) -> "WorkLimits":
         return cls(max_attempts=settings.job_max_attempts, silent_after=settings.sweep_silent_after,
                    heartbeat_seconds=settings.heartbeat_seconds, max_memory=settings.job_max_memory_bytes,
-                   regex_seconds=settings.regex_document_seconds,
+                   regex_seconds=settings.regex_document_seconds, retry_seconds=settings.retry_seconds,
                    running_jobs=settings.quota_running_jobs)

@@ -13,7 +13,8 @@ step in a fresh process so every peak RSS is its own (the child's VmHWM):
   (`merge_learner`), once with no budget and once for each --cap-mib: the budget a job's worker
   gets under TOKENMILL_JOB_MAX_MEMORY_BYTES = cap (80 % of what the process does not hold yet).
 
-For each: wall time, peak RSS, the count threshold reached, the distinct pieces dropped and
+For each: wall time, peak RSS (of merging and learning: taken before the held-out text is
+encoded, which the runs before 2026-12-04 19:00 UTC counted too), the count threshold reached, the distinct pieces dropped and
 their share of all occurrences, and the held-out text's bytes per token with the merges learned
 (the cost of pruning).
 
@@ -86,10 +87,11 @@ def child_learn(root: Path, vocab: int, cap_mib: int, held_out: str) -> dict:
         return counts
 
     tokenizer = learned_from_counts(spec, counted)
-    seconds = time.monotonic() - started
+    seconds, peak_mib = time.monotonic() - started, high_water_kib() / 1024  # before the held-out text is encoded
     text = Path(held_out).read_text(encoding="utf-8")
     tokens = sum(len(encoding.ids) for encoding in tokenizer.encode_batch(text.splitlines()))
-    return {"seconds": seconds, "pruned": pruned[0].record(), "bytes_per_token": len(text.encode()) / max(tokens, 1)}
+    return {"seconds": seconds, "peak_mib": peak_mib, "pruned": pruned[0].record(),
+            "bytes_per_token": len(text.encode()) / max(tokens, 1)}
 
 
 def run(*args: str) -> subprocess.Popen:
@@ -112,7 +114,7 @@ def main() -> None:
             out = child_count(Path(root), int(rest[0]), float(rest[1]), int(rest[2]), int(rest[3]))
         else:
             out = child_learn(Path(root), int(rest[0]), int(rest[1]), rest[2])
-        out["peak_mib"] = high_water_kib() / 1024
+        out.setdefault("peak_mib", high_water_kib() / 1024)
         print(json.dumps(out))
         return
 
